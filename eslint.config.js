@@ -1,0 +1,32 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** What the inner layers may never import: the hexagon is held by this rule, not by good intentions. */
+const outerWorld = [
+  { group: ['**/adapters/**', '**/adapters'], message: 'domain and application code must not depend on adapters' },
+  { group: ['express', 'express/*', 'busboy', 'kysely', 'kysely/*', 'better-sqlite3', 'pg', 'pg-*', 'tar', 'tar/*', 'pino', 'prom-client'], message: 'frameworks, drivers and libraries belong in src/adapters' },
+  { group: ['node:fs', 'node:fs/*', 'fs', 'fs/*', 'node:child_process', 'child_process', 'node:net', 'node:http', 'node:worker_threads', 'node:zlib'], message: 'I/O belongs in src/adapters' },
+  { group: ['**/container', '**/container.js', '**/main', '**/main.js', '**/service', '**/service.js'], message: 'inner layers never reach the composition root' },
+];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'var/**', 'bench/results/**', 'bench/.fixtures/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', URL: 'readonly', Buffer: 'readonly', setImmediate: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [...outerWorld, { group: ['**/application/**', 'inversify'], message: 'the domain depends on nothing' }] }],
+    },
+  },
+  {
+    files: ['src/application/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: outerWorld }] },
+  },
+);

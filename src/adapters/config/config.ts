@@ -1,0 +1,88 @@
+import { isAbsolute, resolve } from 'node:path';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Undefined when ADMIN_TOKEN is unset: one is generated and kept in DATA_DIR. */
+  readonly adminToken: string | undefined;
+  readonly dataDir: string;
+  readonly docsRoot: string;
+  readonly deploysRoot: string;
+  readonly publicBase: string;
+  readonly databaseUrl: string;
+  readonly maxUploadBytes: number;
+  readonly releasesKeep: number;
+  readonly maxExtractedBytes: number;
+  readonly maxFiles: number;
+}
+
+/** A configuration value that cannot be used; the message is the whole story, for one log line. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, expected: string, got: string) {
+    super(`${variable} must be ${expected} (got ${JSON.stringify(got)})`);
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+function path(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return resolve(fallback);
+  return isAbsolute(raw) ? raw : resolve(raw);
+}
+
+function publicBase(env: Env): string {
+  const raw = env.PUBLIC_BASE ?? 'http://localhost:8081';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('PUBLIC_BASE', 'an absolute http(s) URL', raw);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('PUBLIC_BASE', 'an absolute http(s) URL', raw);
+  return raw.replace(/\/+$/, '');
+}
+
+function adminToken(env: Env): string | undefined {
+  const raw = env.ADMIN_TOKEN;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < 32 || /\s/.test(raw)) throw new ConfigError('ADMIN_TOKEN', 'at least 32 characters with no white space', '<hidden>');
+  return raw;
+}
+
+function databaseUrl(env: Env, dataDir: string): string {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw === '') return `sqlite:${resolve(dataDir, 'sitedrop.db')}`;
+  if (/^sqlite:.+/.test(raw)) return raw;
+  throw new ConfigError('DATABASE_URL', 'sqlite:<path>', raw);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path(env, 'DATA_DIR', './var');
+  const host = env.HOST ?? '0.0.0.0';
+  if (host.trim() === '') throw new ConfigError('HOST', 'a listen address', host);
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host,
+    adminToken: adminToken(env),
+    dataDir,
+    docsRoot: path(env, 'DOCS_ROOT', resolve(dataDir, 'docs')),
+    deploysRoot: path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys')),
+    publicBase: publicBase(env),
+    databaseUrl: databaseUrl(env, dataDir),
+    maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 104_857_600, 1),
+    releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
+    maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),
+    maxFiles: integer(env, 'MAX_FILES', 50_000, 1, 10_000_000),
+  };
+}

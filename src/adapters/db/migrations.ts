@@ -1,0 +1,25 @@
+import { type Kysely, type Migration, Migrator } from 'kysely';
+
+/** Kept in code, not files, so the build carries them and both backends run the same ones. */
+const migrations: Record<string, Migration> = {
+  '2026-11-23-001-users': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('users')
+        .addColumn('username', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('token_hash', 'char(64)', (c) => c.notNull().unique())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(migrations) } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`database migration ${failed} failed: ${(error as Error).message ?? String(error)}`);
+  }
+}

@@ -1,0 +1,12 @@
+/** Row shapes as kysely sees them; timestamps are ISO-8601 UTC text in both backends. */
+export interface UsersTable {
+  username: string;
+  /** SHA-256 of the token, hex: the token itself is never stored. */
+  token_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Schema {
+  users: UsersTable;
+}

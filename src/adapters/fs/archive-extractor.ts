@@ -1,0 +1,147 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
+import type { FromWorker, ToWorker } from './extract-protocol.js';
+
+export interface Extracted {
+  readonly files: number;
+  readonly entries: number;
+  readonly bytes: number;
+  readonly compressedBytes: number;
+}
+
+/** Chunks handed to the worker but not yet inflated; bounds memory per deploy. */
+const MAX_IN_FLIGHT = 16;
+const IDLE_WORKERS = 2;
+
+/**
+ * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
+ * uses the compiled worker that `npm test` builds first.
+ */
+function workerScript(): string {
+  const here = fileURLToPath(new URL('./extract-worker.js', import.meta.url));
+  if (existsSync(here)) return here;
+  const built = here.replace(/([\\/])src([\\/])adapters([\\/])/, '$1dist$2adapters$3');
+  if (existsSync(built)) return built;
+  throw new Error(`extract worker not found at ${here} or ${built}: run npm run build`);
+}
+
+class WorkerPool {
+  private readonly idle: Worker[] = [];
+  private readonly script = workerScript();
+
+  acquire(): Worker {
+    return this.idle.pop() ?? new Worker(this.script);
+  }
+
+  release(worker: Worker, healthy: boolean): void {
+    if (healthy && this.idle.length < IDLE_WORKERS) this.idle.push(worker);
+    else void worker.terminate();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.idle.splice(0).map((w) => w.terminate()));
+  }
+}
+
+type Terminal = Extract<FromWorker, { type: 'done' | 'failed' }>;
+
+/** Streams gzip-compressed tar bytes to a worker that unpacks them into a directory. */
+export class ArchiveExtractor {
+  private readonly pool = new WorkerPool();
+  private nextJob = 1;
+
+  /** Starts a worker now, so the first deploy does not pay for it. */
+  warmUp(): void {
+    this.pool.release(this.pool.acquire(), true);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  async extract(
+    archive: AsyncIterable<Uint8Array>,
+    dir: string,
+    limits: ArchiveLimits,
+    chmod: boolean,
+    signal: AbortSignal,
+  ): Promise<Extracted> {
+    const worker = this.pool.acquire();
+    const job = this.nextJob++;
+    const post = (message: ToWorker, transfer?: ArrayBuffer[]): void => worker.postMessage(message, transfer);
+
+    let inFlight = 0;
+    let wakeSender: (() => void) | undefined;
+    let terminal: Terminal | undefined;
+    let settle!: (t: Terminal) => void;
+    const finished = new Promise<Terminal>((resolve) => (settle = resolve));
+    const onMessage = (message: FromWorker): void => {
+      if (message.job !== job) return;
+      if (message.type === 'ack') inFlight -= 1;
+      else if (!terminal) {
+        terminal = message;
+        settle(message);
+      }
+      wakeSender?.();
+    };
+    const onError = (error: Error): void => onMessage({ type: 'failed', job, kind: 'io', message: error.message });
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+
+    let compressedBytes = 0;
+    let healthy = true;
+    const iterator = archive[Symbol.asyncIterator]();
+    const aborted = new Promise<'aborted'>((resolve) => {
+      if (signal.aborted) resolve('aborted');
+      signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    try {
+      post({ type: 'begin', job, dir, limits, chmod });
+      for (;;) {
+        const next = await Promise.race([iterator.next(), aborted]);
+        if (next === 'aborted') throw new DeployAborted();
+        if (next.done) break;
+        const chunk = next.value;
+        compressedBytes += chunk.length;
+        // After the worker has finished (or refused the archive) the upload is still read
+        // to its end, so the client gets an answer rather than a reset connection.
+        if (terminal) continue;
+        while (inFlight >= MAX_IN_FLIGHT && !terminal) {
+          await Promise.race([new Promise<void>((wake) => (wakeSender = wake)), aborted]);
+          if (signal.aborted) throw new DeployAborted();
+        }
+        if (terminal) continue;
+        const copy = new Uint8Array(chunk); // its own buffer, so it can be transferred
+        inFlight += 1;
+        post({ type: 'chunk', job, data: copy }, [copy.buffer]);
+      }
+      if (compressedBytes === 0) {
+        post({ type: 'abort', job });
+        await finished;
+        throw new MissingArchive();
+      }
+      post({ type: 'end', job });
+      const outcome = await finished;
+      if (outcome.type === 'failed') {
+        if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
+        healthy = outcome.kind !== 'io';
+        throw new Error(`extraction failed: ${outcome.message}`);
+      }
+      return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, compressedBytes };
+    } catch (error) {
+      if (!terminal) {
+        post({ type: 'abort', job });
+        await finished;
+      }
+      await iterator.return?.();
+      throw error;
+    } finally {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      this.pool.release(worker, healthy);
+    }
+  }
+}

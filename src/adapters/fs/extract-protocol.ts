@@ -1,0 +1,15 @@
+import type { ArchiveLimits } from '../../domain/archive-policy.js';
+
+/** Messages between ArchiveExtractor (main thread) and extract-worker; `job` pairs them up. */
+export type ToWorker =
+  | { type: 'begin'; job: number; dir: string; limits: ArchiveLimits; chmod: boolean }
+  | { type: 'chunk'; job: number; data: Uint8Array }
+  | { type: 'end'; job: number }
+  | { type: 'abort'; job: number };
+
+export type FailureKind = 'rejected' | 'io' | 'aborted';
+
+export type FromWorker =
+  | { type: 'ack'; job: number }
+  | { type: 'done'; job: number; files: number; entries: number; bytes: number }
+  | { type: 'failed'; job: number; kind: FailureKind; message: string };

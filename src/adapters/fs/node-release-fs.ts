@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { inject, injectable, type ServiceIdentifier } from 'inversify';
+import type { ReleaseFs, StagedRelease } from '../../application/ports/release-fs.js';
+import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import type { ProjectName } from '../../domain/project-name.js';
+import { ReleaseId } from '../../domain/release-id.js';
+import type { Username } from '../../domain/username.js';
+import { ArchiveExtractor } from './archive-extractor.js';
+import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
+
+export interface ReleaseRoots {
+  /** Live symlinks: <docsRoot>/<user>/<project>. */
+  readonly docsRoot: string;
+  /** Releases: <deploysRoot>/<user>/<project>/<release>/. */
+  readonly deploysRoot: string;
+}
+
+export const RELEASE_ROOTS = Symbol.for('sitedrop.ReleaseRoots') as ServiceIdentifier<ReleaseRoots>;
+export const ARCHIVE_EXTRACTOR = Symbol.for('sitedrop.ArchiveExtractor') as ServiceIdentifier<ArchiveExtractor>;
+
+// Names no user or project can take (they must start with a letter or digit).
+const STAGING = '.staging';
+const TRASH = '.trash';
+const TEMP_LINK = /^\..+\.tmp-[0-9a-f]+$/;
+
+const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * The release tree on a local or shared POSIX filesystem. Staging and trash live
+ * inside DEPLOYS_ROOT so that every move into or out of a release is one rename(2).
+ */
+@injectable()
+export class NodeReleaseFs implements ReleaseFs {
+  private readonly stagingRoot: string;
+  private readonly trashRoot: string;
+  private prepared: Promise<boolean> | undefined;
+
+  constructor(
+    @inject(RELEASE_ROOTS) private readonly roots: ReleaseRoots,
+    @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
+  ) {
+    this.stagingRoot = join(roots.deploysRoot, STAGING);
+    this.trashRoot = join(roots.deploysRoot, TRASH);
+  }
+
+  async stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    const needsChmod = await this.prepare();
+    const dir = await mkdtemp(join(this.stagingRoot, 'deploy-'));
+    try {
+      const extracted = await this.extractor.extract(archive, dir, limits, needsChmod, signal);
+      await chmod(dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
+      await syncFilesystem(dir);
+      return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes };
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  async discard(staged: StagedRelease): Promise<void> {
+    await rm(staged.handle, { recursive: true, force: true });
+  }
+
+  async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    const projectDir = this.projectDir(user, project);
+    await mkdirDurable(projectDir);
+    await rename(staged.handle, join(projectDir, id));
+    await fsyncDirectory(projectDir);
+  }
+
+  async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    const linkDir = join(this.roots.docsRoot, user);
+    await mkdirDurable(linkDir);
+    const temporary = join(linkDir, `.${project}.tmp-${randomBytes(6).toString('hex')}`);
+    await symlink(`${join(this.projectDir(user, project), id)}/`, temporary);
+    try {
+      // rename(2) replaces the old link atomically: no request ever sees a missing site.
+      await rename(temporary, join(linkDir, project));
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      throw error;
+    }
+    await fsyncDirectory(linkDir);
+  }
+
+  async releases(user: Username, project: ProjectName): Promise<ReleaseId[]> {
+    try {
+      const entries = await readdir(this.projectDir(user, project), { withFileTypes: true });
+      return entries.filter((e) => e.isDirectory() && ReleaseId.isReleaseId(e.name)).map((e) => e.name as ReleaseId).sort();
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  async liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined> {
+    try {
+      const target = basename(await readlink(join(this.roots.docsRoot, user, project)));
+      return ReleaseId.isReleaseId(target) ? target : undefined;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    await this.throwAway(join(this.projectDir(user, project), id));
+  }
+
+  async removeUserFiles(user: Username): Promise<void> {
+    await this.prepare();
+    // The links go first, so the sites stop being served before their files go.
+    await rm(join(this.roots.docsRoot, user), { recursive: true, force: true });
+    await this.throwAway(join(this.roots.deploysRoot, user));
+  }
+
+  async removeLeftovers(): Promise<string[]> {
+    await this.prepare();
+    const removed: string[] = [];
+    for (const root of [this.stagingRoot, this.trashRoot]) {
+      for (const name of await readdir(root)) {
+        const path = join(root, name);
+        await rm(path, { recursive: true, force: true });
+        removed.push(path);
+      }
+    }
+    for (const user of await readdir(this.roots.docsRoot, { withFileTypes: true })) {
+      if (!user.isDirectory()) continue;
+      for (const name of await readdir(join(this.roots.docsRoot, user.name))) {
+        if (!TEMP_LINK.test(name)) continue;
+        const path = join(this.roots.docsRoot, user.name, name);
+        await unlink(path);
+        removed.push(path);
+      }
+    }
+    return removed;
+  }
+
+  private projectDir(user: Username, project: ProjectName): string {
+    return join(this.roots.deploysRoot, user, project);
+  }
+
+  /**
+   * Renames a tree into the trash, then deletes it: a crash part-way leaves a
+   * half-deleted tree only in the trash (emptied at start-up), never a partial release.
+   */
+  private async throwAway(path: string): Promise<void> {
+    const doomed = join(this.trashRoot, `${basename(path)}-${randomBytes(6).toString('hex')}`);
+    try {
+      await rename(path, doomed);
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
+    await rm(doomed, { recursive: true, force: true });
+  }
+
+  /**
+   * Creates the roots once, and finds out whether the process umask would strip the
+   * 0644/0755 modes a web server needs; only then does the worker chmod each entry.
+   */
+  private prepare(): Promise<boolean> {
+    this.prepared ??= (async () => {
+      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.trashRoot]) {
+        await mkdir(dir, { recursive: true, mode: 0o755 });
+      }
+      const probe = join(this.stagingRoot, `.umask-probe-${process.pid}`);
+      const handle = await open(probe, 'w', 0o644);
+      await handle.close();
+      const mode = (await stat(probe)).mode & 0o777;
+      await unlink(probe);
+      return mode !== 0o644;
+    })();
+    this.prepared.catch(() => (this.prepared = undefined));
+    return this.prepared;
+  }
+}

@@ -1,0 +1,189 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { AuthenticateUser } from '../../application/authenticate-user.js';
+import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
+import type { DeleteUser, FilesMode } from '../../application/delete-user.js';
+import type { DeployRelease } from '../../application/deploy-release.js';
+import { siteUrl } from '../../domain/site-url.js';
+import { tokensEqual } from '../crypto/token-hash.js';
+import type { Logger } from '../log/logger.js';
+import { bearerToken } from './bearer.js';
+import { readDeployForm } from './deploy-form.js';
+import type { DeployTracker } from './deploy-tracker.js';
+import { toErrorResponse } from './error-response.js';
+import { InvalidAdminToken, InvalidFilesMode, InvalidRequestBody, MethodNotAllowed, NotFound, UploadTooLarge } from './http-errors.js';
+
+export interface HttpSettings {
+  readonly adminToken: string;
+  readonly publicBase: string;
+  readonly maxUploadBytes: number;
+}
+
+export interface HttpDeps {
+  readonly settings: HttpSettings;
+  readonly createUser: CreateOrRerollUser;
+  readonly deleteUser: DeleteUser;
+  readonly authenticate: AuthenticateUser;
+  readonly deploy: DeployRelease;
+  readonly deploys: DeployTracker;
+  readonly logger: Logger;
+}
+
+export const HELLO = {
+  message: 'Hello from sitedrop: publish a static site with one upload.',
+  author: 'The sitedrop team',
+  authorHomepage: 'https://github.com/sitedrop/sitedrop',
+} as const;
+
+/** A client that sent `Expect: 100-continue` is told to send its body only once it is wanted. */
+function continueIfExpected(req: IncomingMessage, res: ServerResponse): void {
+  if (req.headers.expect?.toLowerCase() === '100-continue') res.writeContinue();
+}
+
+function declaredLength(req: IncomingMessage): number | undefined {
+  const raw = req.headers['content-length'];
+  return raw === undefined ? undefined : Number(raw);
+}
+
+/** True while a request still has body bytes on the wire that nobody has read. */
+function bodyPending(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function usernameOf(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidRequestBody();
+  const { username } = body as { username?: unknown };
+  if (typeof username !== 'string') throw new InvalidRequestBody();
+  return username;
+}
+
+function filesModeOf(body: unknown): FilesMode {
+  const { files } = body as { files?: unknown };
+  if (files === undefined) return 'persist';
+  if (files === 'persist' || files === 'delete') return files;
+  throw new InvalidFilesMode();
+}
+
+export function createApp(deps: HttpDeps): express.Express {
+  const { settings, logger } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  // Whatever ends a request early, never leave the client's upload hanging: read what
+  // is left for a moment (so it sees our answer, not a reset), then close.
+  app.use((req, res, next) => {
+    res.on('finish', () => {
+      if (!bodyPending(req)) return;
+      req.unpipe();
+      req.resume();
+      setTimeout(() => req.socket.destroy(), 5000).unref();
+    });
+    next();
+  });
+
+  const admin = (req: Request, _res: Response, next: NextFunction): void => {
+    if (!tokensEqual(bearerToken(req) ?? '', settings.adminToken)) throw new InvalidAdminToken();
+    next();
+  };
+  const jsonBody: express.RequestHandler[] = [
+    (req: Request, res: Response, next: NextFunction) => {
+      continueIfExpected(req, res);
+      next();
+    },
+    // Any content type: `curl -d '{...}'` sends form encoding by default.
+    express.json({ limit: '16kb', strict: true, type: () => true }),
+  ];
+  const fallback = (message: string) => (_req: Request, res: Response, next: NextFunction) => {
+    res.locals.fallback = message;
+    next();
+  };
+  const methodNotAllowed = (allow: string) => (_req: Request, res: Response) => {
+    res.set('Allow', allow);
+    throw new MethodNotAllowed();
+  };
+
+  app
+    .route('/api/v1/status')
+    .get((_req, res) => {
+      res.json({ status: 'ok' });
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/api/hello')
+    .get((_req, res) => {
+      res.json(HELLO);
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/api/v1/auth')
+    .post(fallback('failed to create user'), admin, jsonBody, async (req: Request, res: Response) => {
+      const issued = await deps.createUser.execute({ username: usernameOf(req.body) });
+      logger.info('user token issued', { user: issued.user, outcome: issued.outcome });
+      res.json({ status: 'ok', token: issued.token });
+    })
+    .delete(fallback('failed to delete user'), admin, jsonBody, async (req: Request, res: Response) => {
+      const username = usernameOf(req.body);
+      const files = filesModeOf(req.body);
+      await deps.deleteUser.execute({ username, files });
+      logger.info('user deleted', { user: username, files });
+      res.json({ status: 'ok' });
+    })
+    .all(methodNotAllowed('POST, DELETE'));
+
+  app
+    .route('/api/v1/deploy')
+    .post(fallback('deployment failed'), async (req, res) => {
+      const user = await deps.authenticate.execute(bearerToken(req));
+      // Refused before a byte of the body is read.
+      if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
+      continueIfExpected(req, res);
+      const form = readDeployForm(req, settings.maxUploadBytes);
+      const deployed = await deps.deploys.track(async (signal) => {
+        const archive = await form.archive;
+        const failure = form.failure();
+        if (failure) throw failure;
+        try {
+          return await deps.deploy.execute({ user, project: form.project, archive, signal });
+        } catch (error) {
+          throw form.failure() ?? error;
+        }
+      });
+      if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
+      logger.info('deployed', {
+        user,
+        project: deployed.project,
+        release: deployed.release,
+        files: deployed.files,
+        bytes: deployed.bytes,
+        compressedBytes: deployed.compressedBytes,
+      });
+      res.json({
+        status: 'ok',
+        project: deployed.project,
+        username: user,
+        url: siteUrl(settings.publicBase, user, deployed.project),
+        release: deployed.release,
+      });
+    })
+    .all(methodNotAllowed('POST'));
+
+  app.use(() => {
+    throw new NotFound();
+  });
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const fallbackMessage = typeof res.locals.fallback === 'string' ? res.locals.fallback : 'internal error';
+    const answer = toErrorResponse(error, fallbackMessage);
+    if (!answer.expected) logger.error('request failed', { method: req.method, path: req.path, error: (error as Error)?.message ?? String(error) });
+    if (res.headersSent || req.socket.destroyed) return;
+    if (bodyPending(req)) res.set('Connection', 'close');
+    res.status(answer.status).json(answer.body);
+  });
+
+  return app;
+}

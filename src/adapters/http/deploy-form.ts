@@ -1,0 +1,76 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import busboy from 'busboy';
+import { BadMultipart, ClientGone, type HttpError, UploadTooLarge } from './http-errors.js';
+
+/**
+ * The deploy's multipart body, read as it streams. `project` and `archive` never
+ * reject: a failed form settles them empty and reports itself through `failure()`,
+ * which outranks whatever the failure then caused downstream.
+ */
+export interface DeployForm {
+  /** The `project` field, or undefined once the form ends without one. */
+  readonly project: Promise<string | undefined>;
+  /** The `file` part as it streams in, or undefined once the form ends without one. */
+  readonly archive: Promise<Readable | undefined>;
+  failure(): HttpError | undefined;
+}
+
+const FORM_LIMITS = { fields: 16, fieldSize: 1024, files: 4, parts: 32, headerPairs: 64 };
+
+export function readDeployForm(req: IncomingMessage, maxBytes: number): DeployForm {
+  let settleProject!: (value: string | undefined) => void;
+  let settleArchive!: (value: Readable | undefined) => void;
+  const project = new Promise<string | undefined>((resolve) => (settleProject = resolve));
+  const archive = new Promise<Readable | undefined>((resolve) => (settleArchive = resolve));
+  let failed: HttpError | undefined;
+  let file: Readable | undefined;
+
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, limits: FORM_LIMITS });
+  } catch {
+    // Not multipart at all (or no boundary).
+    failed = new BadMultipart();
+    settleProject(undefined);
+    settleArchive(undefined);
+    return { project, archive, failure: () => failed };
+  }
+
+  const fail = (error: HttpError): void => {
+    if (failed) return;
+    failed = error;
+    req.unpipe(parser);
+    file?.destroy(error);
+    settleProject(undefined);
+    settleArchive(undefined);
+  };
+
+  let received = 0;
+  req.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > maxBytes) fail(new UploadTooLarge());
+  });
+  req.on('close', () => {
+    if (!req.complete) fail(new ClientGone());
+  });
+  parser.on('field', (name, value, info) => {
+    // A truncated value cannot be a valid name; keep it invalid rather than shortened.
+    if (name === 'project') settleProject(info.valueTruncated ? `${value}\u0000` : value);
+  });
+  parser.on('file', (name, stream) => {
+    if (name !== 'file' || file) {
+      stream.resume();
+      return;
+    }
+    file = stream;
+    settleArchive(stream);
+  });
+  parser.on('close', () => {
+    settleProject(undefined);
+    settleArchive(undefined);
+  });
+  parser.on('error', () => fail(new BadMultipart()));
+  req.pipe(parser);
+  return { project, archive, failure: () => failed };
+}

@@ -1,0 +1,53 @@
+import {
+  ArchiveRejected,
+  DeployAborted,
+  DomainError,
+  InvalidProjectName,
+  InvalidReleaseId,
+  InvalidUsername,
+  MissingArchive,
+  Unauthorized,
+  UserNotFound,
+} from '../../domain/errors.js';
+import { HttpError, InvalidRequestBody } from './http-errors.js';
+
+export interface ErrorResponse {
+  readonly status: number;
+  readonly body: { status: 'error'; error: string };
+  /** False for the 500s nobody expected: those get logged with their cause. */
+  readonly expected: boolean;
+}
+
+const respond = (status: number, error: string, expected = true): ErrorResponse => ({
+  status,
+  body: { status: 'error', error },
+  expected,
+});
+
+/** body-parser marks its own failures with a `type`; all of them mean the body is unusable. */
+function isBodyParserError(error: unknown): boolean {
+  const type = (error as { type?: unknown }).type;
+  return typeof type === 'string' && /^(entity|encoding|charset|stream)\./.test(type);
+}
+
+/**
+ * The one table from failures to statuses and the spec's messages. `fallback` is the
+ * operation's own message for a failure nobody foresaw ("deployment failed", ...).
+ */
+export function toErrorResponse(error: unknown, fallback: string): ErrorResponse {
+  if (error instanceof HttpError) return respond(error.status, error.publicMessage);
+  if (isBodyParserError(error)) return respond(400, new InvalidRequestBody().publicMessage);
+  if (error instanceof DomainError) {
+    if (error instanceof InvalidUsername) return respond(400, 'invalid username format');
+    if (error instanceof InvalidProjectName) return respond(400, 'invalid project name format');
+    if (error instanceof InvalidReleaseId) return respond(400, 'invalid release id');
+    if (error instanceof MissingArchive) return respond(400, 'missing or invalid file');
+    if (error instanceof Unauthorized) return respond(401, 'unauthorized');
+    // The spec answers an unknown user with 500, not 404.
+    if (error instanceof UserNotFound) return respond(500, 'user not found');
+    if (error instanceof ArchiveRejected) return respond(500, `failed to extract tarball: ${error.reason}`);
+    // Given up at shutdown: the spec's statuses for a deploy leave only 500 for it.
+    if (error instanceof DeployAborted) return respond(500, fallback);
+  }
+  return respond(500, fallback, false);
+}

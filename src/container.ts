@@ -1,0 +1,49 @@
+import 'reflect-metadata';
+import { Container } from 'inversify';
+import { AuthenticateUser } from './application/authenticate-user.js';
+import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
+import { DeleteUser } from './application/delete-user.js';
+import { DeployRelease } from './application/deploy-release.js';
+import { CLOCK } from './application/ports/clock.js';
+import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
+import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
+import { RELEASE_FS } from './application/ports/release-fs.js';
+import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
+import { TOKEN_STORE } from './application/ports/token-store.js';
+import { PruneReleases } from './application/prune-releases.js';
+import { SystemClock } from './adapters/clock/system-clock.js';
+import type { Config } from './adapters/config/config.js';
+import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
+import { openDatabase } from './adapters/db/database.js';
+import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
+import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
+import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
+import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
+
+/** The composition root: the one place that picks an adapter for each port. */
+export async function buildContainer(config: Config): Promise<Container> {
+  const c = new Container();
+  c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl));
+  c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
+  c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot });
+  c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor());
+  c.bind(RELEASE_FS).to(NodeReleaseFs).inSingletonScope();
+  c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
+  c.bind(CLOCK).to(SystemClock).inSingletonScope();
+  c.bind(TOKEN_GENERATOR).to(RandomTokenGenerator).inSingletonScope();
+  c.bind(DEPLOY_SETTINGS).toConstantValue({
+    releasesKeep: config.releasesKeep,
+    archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
+  });
+  for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers]) {
+    c.bind(useCase).toSelf().inSingletonScope();
+  }
+  return c;
+}
+
+/** Releases what the container holds open: database connections and extraction workers. */
+export async function disposeContainer(c: Container): Promise<void> {
+  await c.get(ARCHIVE_EXTRACTOR).close();
+  await c.get(DATABASE).destroy();
+}

@@ -1,0 +1,70 @@
+/**
+ * Every failure a use case can report. Each carries a stable `code`; the HTTP
+ * adapter maps codes to statuses and the spec's messages, so nothing here knows HTTP.
+ */
+export abstract class DomainError extends Error {
+  abstract readonly code: string;
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidUsername extends DomainError {
+  readonly code = 'invalid_username';
+  constructor() {
+    super('username does not match the required pattern');
+  }
+}
+
+export class InvalidProjectName extends DomainError {
+  readonly code = 'invalid_project_name';
+  constructor() {
+    super('project name does not match the required pattern');
+  }
+}
+
+export class InvalidReleaseId extends DomainError {
+  readonly code = 'invalid_release_id';
+  constructor(value: string) {
+    super(`not a release id: ${value}`);
+  }
+}
+
+export class Unauthorized extends DomainError {
+  readonly code = 'unauthorized';
+  constructor() {
+    super('token rejected');
+  }
+}
+
+export class UserNotFound extends DomainError {
+  readonly code = 'user_not_found';
+  constructor() {
+    super('user not found');
+  }
+}
+
+/** The deploy carried no archive bytes at all. */
+export class MissingArchive extends DomainError {
+  readonly code = 'missing_archive';
+  constructor() {
+    super('no archive was uploaded');
+  }
+}
+
+/** The archive is unreadable or breaks the archive policy; `reason` is shown to the client. */
+export class ArchiveRejected extends DomainError {
+  readonly code = 'archive_rejected';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/** The deploy was given up before it was published (client gone, shutdown). */
+export class DeployAborted extends DomainError {
+  readonly code = 'deploy_aborted';
+  constructor(reason = 'deploy aborted') {
+    super(reason);
+  }
+}

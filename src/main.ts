@@ -1,0 +1,48 @@
+import { resolveAdminToken } from './adapters/config/admin-token.js';
+import { ConfigError, loadConfig } from './adapters/config/config.js';
+import { JsonLogger } from './adapters/log/logger.js';
+import { startService } from './service.js';
+
+const logger = new JsonLogger();
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`sitedrop: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const admin = resolveAdminToken(config.adminToken, config.dataDir);
+  if (admin.generatedAt) {
+    // Printed this once, on purpose: it is the only way a new operator learns it.
+    process.stdout.write(`sitedrop: generated an admin token (kept in ${admin.generatedAt}): ${admin.token}\n`);
+  }
+  const service = await startService(config, admin.token, logger);
+  logger.info('listening', {
+    url: service.url,
+    docsRoot: config.docsRoot,
+    deploysRoot: config.deploysRoot,
+    database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'),
+  });
+  const shutdown = (signal: string): void => {
+    logger.info('shutting down', { signal });
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown failed', { error: (error as Error).message });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`sitedrop: failed to start: ${(error as Error).message ?? String(error)}\n`);
+  process.exit(1);
+});

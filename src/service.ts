@@ -1,0 +1,62 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AuthenticateUser } from './application/authenticate-user.js';
+import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
+import { DeleteUser } from './application/delete-user.js';
+import { DeployRelease } from './application/deploy-release.js';
+import type { Config } from './adapters/config/config.js';
+import { ARCHIVE_EXTRACTOR } from './adapters/fs/node-release-fs.js';
+import { createApp } from './adapters/http/app.js';
+import { DeployTracker } from './adapters/http/deploy-tracker.js';
+import type { Logger } from './adapters/log/logger.js';
+import { buildContainer, disposeContainer } from './container.js';
+
+export interface RunningService {
+  readonly port: number;
+  readonly url: string;
+  /** Stops taking connections, lets deploys finish for up to `graceMs`, aborts the rest, closes. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Builds the service from its configuration and listens; main.ts and the HTTP tests both start it here. */
+export async function startService(config: Config, adminToken: string, logger: Logger): Promise<RunningService> {
+  const container = await buildContainer(config);
+  const removed = await container.get(CleanUpLeftovers).execute();
+  for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
+  container.get(ARCHIVE_EXTRACTOR).warmUp();
+
+  const deploys = new DeployTracker();
+  const app = createApp({
+    settings: { adminToken, publicBase: config.publicBase, maxUploadBytes: config.maxUploadBytes },
+    createUser: container.get(CreateOrRerollUser),
+    deleteUser: container.get(DeleteUser),
+    authenticate: container.get(AuthenticateUser),
+    deploy: container.get(DeployRelease),
+    deploys,
+    logger,
+  });
+  const server: Server = createServer(app);
+  // Handled by the routes: a deploy answers 401 or 413 before asking for the body.
+  server.on('checkContinue', app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+
+  let stopping: Promise<void> | undefined;
+  const stop = (graceMs = 30_000): Promise<void> =>
+    (stopping ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const cut = await deploys.drain(graceMs);
+      if (cut > 0) logger.warn('aborted deploys at shutdown', { count: cut });
+      server.closeAllConnections();
+      await closed;
+      await disposeContainer(container);
+    })());
+
+  return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop };
+}
