@@ -22,12 +22,7 @@ async function main(): Promise<void> {
     process.stdout.write(`sitedrop: generated an admin token (kept in ${admin.generatedAt}): ${admin.token}\n`);
   }
   const service = await startService(config, admin.token, logger);
-  logger.info('listening', {
-    url: service.url,
-    docsRoot: config.docsRoot,
-    deploysRoot: config.deploysRoot,
-    database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'),
-  });
+  // Handlers first: whoever reads the "listening" line may signal at once.
   const shutdown = (signal: string): void => {
     logger.info('shutting down', { signal });
     service.stop().then(
@@ -40,6 +35,12 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+  logger.info('listening', {
+    url: service.url,
+    docsRoot: config.docsRoot,
+    deploysRoot: config.deploysRoot,
+    database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'),
+  });
 }
 
 main().catch((error: unknown) => {

@@ -19,10 +19,18 @@ export type EntryKind = 'file' | 'directory';
 const utf8 = new TextEncoder();
 const byteLength = (s: string): number => utf8.encode(s).length;
 
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/** Shown as \uXXXX, so a hostile name cannot forge lines in an error message or a log. */
+function escapeControls(path: string): string {
+  return path.replace(new RegExp(CONTROL.source, 'g'), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** The spec's own rule and message, checked on every name an entry carries. */
 export function assertNoDotDot(rawPath: string): void {
   if (rawPath.split(/[\\/]/).includes('..')) {
-    throw new ArchiveRejected(`path contains '..' component which is not allowed: ${rawPath}`);
+    throw new ArchiveRejected(`path contains '..' component which is not allowed: ${escapeControls(rawPath)}`);
   }
 }
 
@@ -32,8 +40,7 @@ export function assertNoDotDot(rawPath: string): void {
  */
 export function normaliseEntryPath(rawPath: string): string {
   assertNoDotDot(rawPath);
-  // eslint-disable-next-line no-control-regex
-  if (/[\x00-\x1f\x7f]/.test(rawPath)) throw new ArchiveRejected(`path contains a control character: ${JSON.stringify(rawPath)}`);
+  if (CONTROL.test(rawPath)) throw new ArchiveRejected(`path contains a control character: ${escapeControls(rawPath)}`);
   // Names are decoded as UTF-8; an invalid sequence decodes to U+FFFD.
   if (rawPath.includes('\uFFFD')) throw new ArchiveRejected(`path is not valid UTF-8: ${rawPath}`);
   if (rawPath.startsWith('/')) throw new ArchiveRejected(`absolute path not allowed: ${rawPath}`);

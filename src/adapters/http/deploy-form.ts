@@ -59,6 +59,8 @@ export function readDeployForm(req: IncomingMessage, maxBytes: number): DeployFo
     if (name === 'project') settleProject(info.valueTruncated ? `${value}\u0000` : value);
   });
   parser.on('file', (name, stream) => {
+    // busboy errors a part itself when the form breaks; an unheard 'error' would crash the process.
+    stream.on('error', () => fail(new BadMultipart()));
     if (name !== 'file' || file) {
       stream.resume();
       return;

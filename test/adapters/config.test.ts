@@ -1,0 +1,80 @@
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/adapters/config/config.js';
+import { runToExit, startChild } from '../support/child-service.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      adminToken: undefined,
+      dataDir: resolve('var'),
+      docsRoot: resolve('var/docs'),
+      deploysRoot: resolve('var/deploys'),
+      publicBase: 'http://localhost:8081',
+      databaseUrl: `sqlite:${resolve('var/sitedrop.db')}`,
+      maxUploadBytes: 104_857_600,
+      releasesKeep: 5,
+      maxExtractedBytes: 1_073_741_824,
+      maxFiles: 50_000,
+    });
+  });
+
+  it('derives the roots from DATA_DIR and strips a trailing slash from PUBLIC_BASE', () => {
+    const c = loadConfig({ DATA_DIR: '/srv/sd', PUBLIC_BASE: 'https://docs.example.com/' });
+    expect(c.docsRoot).toBe('/srv/sd/docs');
+    expect(c.deploysRoot).toBe('/srv/sd/deploys');
+    expect(c.databaseUrl).toBe('sqlite:/srv/sd/sitedrop.db');
+    expect(c.publicBase).toBe('https://docs.example.com');
+  });
+
+  it.each([
+    ['PORT', '80a'],
+    ['PORT', '70000'],
+    ['RELEASES_KEEP', '0'],
+    ['MAX_UPLOAD_BYTES', '-5'],
+    ['MAX_FILES', '1.5'],
+    ['MAX_EXTRACTED_BYTES', 'lots'],
+    ['PUBLIC_BASE', 'not a url'],
+    ['PUBLIC_BASE', 'ftp://x'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['ADMIN_TOKEN', 'short'],
+  ])('refuses %s=%j with an error naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));
+  });
+
+  it('never echoes a rejected ADMIN_TOKEN', () => {
+    expect(() => loadConfig({ ADMIN_TOKEN: 'secret-but-short' })).toThrow(/<hidden>/);
+  });
+});
+
+describe('start-up (the built service, as npm start runs it)', () => {
+  it('refuses a bad variable: exit code 2, one line naming it, no stack trace', async () => {
+    const { code, output } = await runToExit({ DATA_DIR: mkdtempSync(join(tmpdir(), 'sd-')), RELEASES_KEEP: 'none' });
+    expect(code).toBe(2);
+    expect(output).toBe('sitedrop: RELEASES_KEEP must be a whole number from 1 to 10000 (got "none")\n');
+  });
+
+  it('generates an admin token once, keeps it 0600, prints it only when generated', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sd-'));
+    const first = await startChild({ DATA_DIR: dataDir });
+    first.process.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    expect(token).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
+    expect(first.output()).toContain(`generated an admin token (kept in ${join(dataDir, 'admin-token')}): ${token}`);
+
+    const second = await startChild({ DATA_DIR: dataDir });
+    const reply = await fetch(`${second.url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"username":"ops"}' });
+    expect(reply.status).toBe(200);
+    second.process.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+    expect(second.output()).not.toContain(token);
+  });
+});

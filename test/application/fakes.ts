@@ -1,0 +1,127 @@
+import type { Clock } from '../../src/application/ports/clock.js';
+import type { ReleaseFs, StagedRelease } from '../../src/application/ports/release-fs.js';
+import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
+import type { TokenStore } from '../../src/application/ports/token-store.js';
+import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
+import { ArchiveRejected, DeployAborted, MissingArchive } from '../../src/domain/errors.js';
+import type { ProjectName } from '../../src/domain/project-name.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import type { Token } from '../../src/domain/token.js';
+import type { Username } from '../../src/domain/username.js';
+
+export class InMemoryTokenStore implements TokenStore {
+  readonly users = new Map<Username, Token>();
+
+  async save(user: Username, token: Token): Promise<'created' | 'rerolled'> {
+    const existed = this.users.has(user);
+    this.users.set(user, token);
+    return existed ? 'rerolled' : 'created';
+  }
+
+  async findUser(token: Token): Promise<Username | undefined> {
+    for (const [user, t] of this.users) if (t === token) return user;
+    return undefined;
+  }
+
+  async exists(user: Username): Promise<boolean> {
+    return this.users.has(user);
+  }
+
+  async remove(user: Username): Promise<boolean> {
+    return this.users.delete(user);
+  }
+}
+
+/**
+ * Releases as sets in memory. An "archive" is its text: empty is missing, text
+ * starting REJECT is refused, anything else is a site with that many bytes.
+ */
+export class InMemoryReleaseFs implements ReleaseFs {
+  readonly staged = new Set<string>();
+  readonly tree = new Map<string, Set<ReleaseId>>();
+  readonly live = new Map<string, ReleaseId>();
+  failActivate = false;
+  private next = 0;
+
+  async stage(archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    const handle = `staging-${(this.next += 1)}`;
+    this.staged.add(handle);
+    try {
+      let text = '';
+      for await (const chunk of archive) {
+        if (signal.aborted) throw new DeployAborted();
+        text += Buffer.from(chunk).toString();
+      }
+      if (signal.aborted) throw new DeployAborted();
+      if (text === '') throw new MissingArchive();
+      if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
+      return { handle, files: 1, bytes: text.length, compressedBytes: text.length };
+    } catch (error) {
+      this.staged.delete(handle);
+      throw error;
+    }
+  }
+
+  async discard(staged: StagedRelease): Promise<void> {
+    this.staged.delete(staged.handle);
+  }
+
+  async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    if (!this.staged.delete(staged.handle)) throw new Error(`no staging area ${staged.handle}`);
+    const key = `${user}/${project}`;
+    const set = this.tree.get(key) ?? new Set();
+    if (set.has(id)) throw new Error(`release ${id} exists`);
+    set.add(id);
+    this.tree.set(key, set);
+  }
+
+  async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    if (this.failActivate) throw new Error('disk on fire');
+    if (!this.tree.get(`${user}/${project}`)?.has(id)) throw new Error(`no release ${id}`);
+    this.live.set(`${user}/${project}`, id);
+  }
+
+  async releases(user: Username, project: ProjectName): Promise<ReleaseId[]> {
+    return [...(this.tree.get(`${user}/${project}`) ?? [])].sort();
+  }
+
+  async liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined> {
+    return this.live.get(`${user}/${project}`);
+  }
+
+  async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    this.tree.get(`${user}/${project}`)?.delete(id);
+  }
+
+  async removeUserFiles(user: Username): Promise<void> {
+    for (const key of [...this.tree.keys()]) if (key.startsWith(`${user}/`)) this.tree.delete(key);
+    for (const key of [...this.live.keys()]) if (key.startsWith(`${user}/`)) this.live.delete(key);
+  }
+
+  async removeLeftovers(): Promise<string[]> {
+    const removed = [...this.staged];
+    this.staged.clear();
+    return removed;
+  }
+}
+
+export class FixedClock implements Clock {
+  constructor(public current = new Date('2026-05-01T12:00:00Z')) {}
+
+  now(): Date {
+    return this.current;
+  }
+}
+
+export class SequenceTokenGenerator implements TokenGenerator {
+  private n = 0;
+
+  generate(): Token {
+    this.n += 1;
+    return `T${String(this.n).padStart(31, '0')}` as Token;
+  }
+}
+
+export async function* bytes(text: string): AsyncGenerator<Uint8Array> {
+  if (text !== '') yield Buffer.from(text);
+}

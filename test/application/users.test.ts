@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { AuthenticateUser } from '../../src/application/authenticate-user.js';
+import { CreateOrRerollUser } from '../../src/application/create-or-reroll-user.js';
+import { DeleteUser } from '../../src/application/delete-user.js';
+import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
+import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/errors.js';
+import type { ProjectName } from '../../src/domain/project-name.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import type { Username } from '../../src/domain/username.js';
+import { InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+
+function world() {
+  const tokens = new InMemoryTokenStore();
+  const releases = new InMemoryReleaseFs();
+  return {
+    tokens,
+    releases,
+    create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator()),
+    remove: new DeleteUser(tokens, releases, new InProcessDeployLock()),
+    authenticate: new AuthenticateUser(tokens),
+  };
+}
+
+describe('CreateOrRerollUser', () => {
+  it('creates a user whose token authenticates', async () => {
+    const w = world();
+    const issued = await w.create.execute({ username: 'alice' });
+    expect(issued.outcome).toBe('created');
+    expect(issued.token).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(await w.authenticate.execute(issued.token)).toBe('alice');
+  });
+
+  it('rerolls an existing user: the old token stops working', async () => {
+    const w = world();
+    const first = await w.create.execute({ username: 'alice' });
+    const second = await w.create.execute({ username: 'alice' });
+    expect(second.outcome).toBe('rerolled');
+    expect(second.token).not.toBe(first.token);
+    await expect(w.authenticate.execute(first.token)).rejects.toBeInstanceOf(Unauthorized);
+    expect(await w.authenticate.execute(second.token)).toBe('alice');
+  });
+
+  it('refuses a bad username and stores nothing', async () => {
+    const w = world();
+    await expect(w.create.execute({ username: 'Alice' })).rejects.toBeInstanceOf(InvalidUsername);
+    expect(w.tokens.users.size).toBe(0);
+  });
+});
+
+describe('AuthenticateUser', () => {
+  it('rejects missing, malformed and unknown tokens', async () => {
+    const w = world();
+    await w.create.execute({ username: 'alice' });
+    for (const token of [undefined, '', 'short', 'x'.repeat(33), 'T'.padEnd(32, '9')]) {
+      await expect(w.authenticate.execute(token)).rejects.toBeInstanceOf(Unauthorized);
+    }
+  });
+});
+
+describe('DeleteUser', () => {
+  async function withSite() {
+    const w = world();
+    const { token } = await w.create.execute({ username: 'alice' });
+    const staged = await w.releases.stage((async function* () { yield Buffer.from('site'); })(), { maxFiles: 1, maxBytes: 9 }, new AbortController().signal);
+    await w.releases.commit(staged, 'alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
+    await w.releases.activate('alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
+    return { ...w, token };
+  }
+
+  it('persist (the default) keeps the files, and the token dies', async () => {
+    const w = await withSite();
+    await w.remove.execute({ username: 'alice', files: 'persist' });
+    await expect(w.authenticate.execute(w.token)).rejects.toBeInstanceOf(Unauthorized);
+    expect(w.releases.live.get('alice/docs')).toBe('20260101T000000');
+  });
+
+  it('delete removes the files too', async () => {
+    const w = await withSite();
+    await w.remove.execute({ username: 'alice', files: 'delete' });
+    expect(w.releases.live.size).toBe(0);
+    expect(w.releases.tree.size).toBe(0);
+  });
+
+  it('an unknown user is UserNotFound and nothing changes', async () => {
+    const w = await withSite();
+    await expect(w.remove.execute({ username: 'bob', files: 'delete' })).rejects.toBeInstanceOf(UserNotFound);
+    expect(w.releases.live.get('alice/docs')).toBe('20260101T000000');
+    await expect(w.remove.execute({ username: 'B@d', files: 'delete' })).rejects.toBeInstanceOf(InvalidUsername);
+  });
+});

@@ -1,0 +1,41 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ReleaseId } from '../../src/domain/release-id.js';
+import { releasesToPrune } from '../../src/domain/retention.js';
+
+const ids = fc
+  .uniqueArray(fc.integer({ min: 0, max: 10_000_000 }), { maxLength: 40 })
+  .map((secs) => secs.map((s) => ReleaseId.fromDate(new Date(Date.UTC(2026, 0, 1) + s * 1000))));
+
+describe('retention', () => {
+  it('keeps exactly min(n, keep) releases, the newest ones, when the live one is the newest', () => {
+    fc.assert(
+      fc.property(ids, fc.integer({ min: 1, max: 10 }), (releases, keep) => {
+        const sorted = [...releases].sort();
+        const live = sorted[sorted.length - 1];
+        const pruned = releasesToPrune(releases, live, keep);
+        const kept = sorted.filter((id) => !pruned.includes(id));
+        expect(kept.length).toBe(Math.min(releases.length, keep));
+        expect(kept).toEqual(sorted.slice(Math.max(0, sorted.length - keep)));
+        expect([...kept, ...pruned].sort()).toEqual(sorted);
+      }),
+    );
+  });
+
+  it('never prunes the live release, wherever it is', () => {
+    fc.assert(
+      fc.property(ids.filter((r) => r.length > 0), fc.nat(), fc.integer({ min: 1, max: 10 }), (releases, pick, keep) => {
+        const live = releases[pick % releases.length]!;
+        const pruned = releasesToPrune(releases, live, keep);
+        expect(pruned).not.toContain(live);
+        expect(releases.length - pruned.length).toBe(Math.min(releases.length, keep));
+      }),
+    );
+  });
+
+  it('prunes oldest first and refuses a keep below 1', () => {
+    const r = ['20260101T000001', '20260101T000002', '20260101T000003'] as ReleaseId[];
+    expect(releasesToPrune(r, r[2], 1)).toEqual([r[0], r[1]]);
+    expect(() => releasesToPrune(r, r[2], 0)).toThrow(RangeError);
+  });
+});

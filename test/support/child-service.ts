@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+export interface Child {
+  readonly process: ChildProcess;
+  readonly url: string;
+  output(): string;
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>;
+}
+
+/** Starts the built service (what `npm start` runs) and waits for its "listening" line. */
+export async function startChild(env: Record<string, string>): Promise<Child> {
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start:\n${out}`)), 15_000);
+    const check = () => {
+      const match = /"msg":"listening","url":"([^"]+)"/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout.off('data', check);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout.on('data', check);
+    void exited.then((code) => reject(new Error(`service exited (${code}) before listening:\n${out}`)));
+  });
+  return { process: child, url, output: () => out, exited };
+}
+
+/** Runs the service expecting it to refuse to start; returns its exit code and output. */
+export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}

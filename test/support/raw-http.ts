@@ -1,0 +1,47 @@
+import { request } from 'node:http';
+
+export interface RawReply {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/**
+ * A request written by hand: for bodies fetch will not send (truncated multipart,
+ * chunked uploads of a chosen size, Expect: 100-continue).
+ */
+export function rawRequest(
+  url: string,
+  options: { method?: string; path: string; headers?: Record<string, string>; chunks?: (Buffer | string)[]; waitForContinue?: boolean },
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}${options.path}`, { method: options.method ?? 'POST', headers: options.headers });
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString();
+        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {}, headers: res.headers });
+      });
+    });
+    req.on('error', reject);
+    const send = () => {
+      for (const chunk of options.chunks ?? []) req.write(chunk);
+      req.end();
+    };
+    if (options.waitForContinue) req.on('continue', send);
+    else send();
+  });
+}
+
+export function multipart(boundary: string, parts: { name: string; filename?: string; body: Buffer | string }[], close = true): Buffer {
+  const out: Buffer[] = [];
+  for (const part of parts) {
+    const disposition = `form-data; name="${part.name}"${part.filename ? `; filename="${part.filename}"` : ''}`;
+    out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${part.filename ? 'Content-Type: application/gzip\r\n' : ''}\r\n`));
+    out.push(Buffer.from(part.body));
+    out.push(Buffer.from('\r\n'));
+  }
+  if (close) out.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(out);
+}

@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/adapters/config/config.js';
+import { SilentLogger, type Logger } from '../../src/adapters/log/logger.js';
+import { startService, type RunningService } from '../../src/service.js';
+
+export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
+
+export interface Harness {
+  readonly url: string;
+  readonly root: string;
+  readonly docsRoot: string;
+  readonly deploysRoot: string;
+  readonly service: RunningService;
+  createUser(username: string): Promise<string>;
+  deploy(token: string, project: string | undefined, archive: Buffer | undefined, options?: { fileFirst?: boolean }): Promise<Reply>;
+  call(method: string, path: string, options?: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> }): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+/** The real composed service, on an ephemeral port, over temp directories and a real SQLite file. */
+export async function startHarness(env: Record<string, string> = {}, logger: Logger = new SilentLogger()): Promise<Harness> {
+  const root = await mkdtemp(join(tmpdir(), 'sitedrop-test-'));
+  const config = loadConfig({ DATA_DIR: root, PORT: '0', HOST: '127.0.0.1', PUBLIC_BASE: 'https://sites.example.test/', ...env });
+  const service = await startService(config, ADMIN_TOKEN, logger);
+
+  const call: Harness['call'] = async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    let body: string | Buffer | undefined = options.body;
+    if (options.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.json);
+    }
+    const response = await fetch(`${service.url}${path}`, { method, headers, body });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? {} : JSON.parse(text), headers: response.headers };
+  };
+
+  return {
+    url: service.url,
+    root,
+    docsRoot: config.docsRoot,
+    deploysRoot: config.deploysRoot,
+    service,
+    call,
+    async createUser(username) {
+      const reply = await call('POST', '/api/v1/auth', { token: ADMIN_TOKEN, json: { username } });
+      if (reply.status !== 200) throw new Error(`creating ${username}: ${JSON.stringify(reply.body)}`);
+      return reply.body.token as string;
+    },
+    async deploy(token, project, archive, options = {}) {
+      const form = new FormData();
+      const addProject = () => project !== undefined && form.append('project', project);
+      const addFile = () => archive !== undefined && form.append('file', new Blob([archive]), 'site.tar.gz');
+      if (options.fileFirst) {
+        addFile();
+        addProject();
+      } else {
+        addProject();
+        addFile();
+      }
+      const response = await fetch(`${service.url}/api/v1/deploy`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+    },
+    async close() {
+      await service.stop(1000);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { createHash } from 'node:crypto';
+import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+
+/** Every path below `root` with what it is: a file's hash and mode, a link's target. */
+export async function snapshot(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  async function walk(dir: string): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return;
+    }
+    for (const name of names.sort()) {
+      const path = join(dir, name);
+      const info = await lstat(path);
+      const key = relative(root, path);
+      if (info.isSymbolicLink()) out[key] = `link -> ${await readlink(path)}`;
+      else if (info.isDirectory()) {
+        out[key] = `dir ${(info.mode & 0o7777).toString(8)}`;
+        await walk(path);
+      } else if (info.isFile()) {
+        out[key] = `file ${(info.mode & 0o7777).toString(8)} ${createHash('sha256').update(await readFile(path)).digest('hex').slice(0, 16)}`;
+      } else out[key] = 'special';
+    }
+  }
+  await walk(root);
+  return out;
+}
