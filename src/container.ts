@@ -18,7 +18,8 @@ import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.j
 import { openDatabase } from './adapters/db/database.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
-import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
+import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS, WORKER_POOL } from './adapters/fs/node-release-fs.js';
+import { WorkerPool } from './adapters/fs/worker-pool.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 
 /** The composition root: the one place that picks an adapter for each port. */
@@ -27,7 +28,9 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot });
-  c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor());
+  const workers = new WorkerPool();
+  c.bind(WORKER_POOL).toConstantValue(workers);
+  c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));
   c.bind(RELEASE_FS).to(NodeReleaseFs).inSingletonScope();
   c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
   c.bind(CLOCK).to(SystemClock).inSingletonScope();
@@ -44,6 +47,6 @@ export async function buildContainer(config: Config): Promise<Container> {
 
 /** Releases what the container holds open: database connections and extraction workers. */
 export async function disposeContainer(c: Container): Promise<void> {
-  await c.get(ARCHIVE_EXTRACTOR).close();
+  await c.get(WORKER_POOL).close();
   await c.get(DATABASE).destroy();
 }

@@ -6,7 +6,7 @@ import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeployRelease } from './application/deploy-release.js';
 import type { Config } from './adapters/config/config.js';
-import { ARCHIVE_EXTRACTOR } from './adapters/fs/node-release-fs.js';
+import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import type { Logger } from './adapters/log/logger.js';
@@ -15,7 +15,7 @@ import { buildContainer, disposeContainer } from './container.js';
 export interface RunningService {
   readonly port: number;
   readonly url: string;
-  /** Stops taking connections, lets deploys finish for up to `graceMs`, aborts the rest, closes. */
+  /** Stops taking connections, lets deploys finish for up to `graceMs` (SHUTDOWN_GRACE_SECONDS), aborts the rest, closes. */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -24,7 +24,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   const container = await buildContainer(config);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
-  container.get(ARCHIVE_EXTRACTOR).warmUp();
+  container.get(WORKER_POOL).warmUp();
 
   const deploys = new DeployTracker();
   const app = createApp({
@@ -47,7 +47,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
   let stopping: Promise<void> | undefined;
-  const stop = (graceMs = 30_000): Promise<void> =>
+  const stop = (graceMs = config.shutdownGraceMs): Promise<void> =>
     (stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

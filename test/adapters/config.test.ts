@@ -21,6 +21,7 @@ describe('loadConfig', () => {
       releasesKeep: 5,
       maxExtractedBytes: 1_073_741_824,
       maxFiles: 50_000,
+      shutdownGraceMs: 30_000,
     });
   });
 
@@ -43,6 +44,7 @@ describe('loadConfig', () => {
     ['PUBLIC_BASE', 'ftp://x'],
     ['DATABASE_URL', 'mysql://x'],
     ['ADMIN_TOKEN', 'short'],
+    ['SHUTDOWN_GRACE_SECONDS', '1h'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

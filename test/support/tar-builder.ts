@@ -14,6 +14,7 @@ export interface RawEntry {
   readonly linkpath?: string;
   /** Declared size when it must differ from the body (truncation tests). */
   readonly size?: number;
+  readonly uid?: number;
 }
 
 const BLOCK = 512;
@@ -28,8 +29,8 @@ export function header(entry: RawEntry, size: number): Buffer {
   if (name.length > 100) throw new Error(`header name over 100 bytes, use pax(): ${name.length}`);
   name.copy(block, 0);
   block.write(octal(entry.mode ?? (entry.type === '5' ? 0o755 : 0o644), 8), 100, 'ascii');
-  block.write(octal(0, 8), 108, 'ascii');
-  block.write(octal(0, 8), 116, 'ascii');
+  block.write(octal(entry.uid ?? 0, 8), 108, 'ascii');
+  block.write(octal(entry.uid ?? 0, 8), 116, 'ascii');
   block.write(octal(size, 12), 124, 'ascii');
   block.write(octal(1_700_000_000, 12), 136, 'ascii');
   block.write(entry.type ?? '0', 156, 'ascii');

@@ -14,6 +14,8 @@ export interface Config {
   readonly releasesKeep: number;
   readonly maxExtractedBytes: number;
   readonly maxFiles: number;
+  /** How long SIGTERM waits for running deploys before aborting them. */
+  readonly shutdownGraceMs: number;
 }
 
 /** A configuration value that cannot be used; the message is the whole story, for one log line. */
@@ -84,5 +86,6 @@ export function loadConfig(env: Env = process.env): Config {
     releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
     maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),
     maxFiles: integer(env, 'MAX_FILES', 50_000, 1, 10_000_000),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
   };
 }

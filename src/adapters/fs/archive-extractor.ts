@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
-import type { FromWorker, ToWorker } from './extract-protocol.js';
+import type { FromWorker, ToWorker } from './fs-protocol.js';
+import type { WorkerPool } from './worker-pool.js';
 
 export interface Extracted {
   readonly files: number;
@@ -14,53 +12,12 @@ export interface Extracted {
 
 /** Chunks handed to the worker but not yet inflated; bounds memory per deploy. */
 const MAX_IN_FLIGHT = 16;
-const IDLE_WORKERS = 2;
-
-/**
- * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
- * uses the compiled worker that `npm test` builds first.
- */
-function workerScript(): string {
-  const here = fileURLToPath(new URL('./extract-worker.js', import.meta.url));
-  if (existsSync(here)) return here;
-  const built = here.replace(/([\\/])src([\\/])adapters([\\/])/, '$1dist$2adapters$3');
-  if (existsSync(built)) return built;
-  throw new Error(`extract worker not found at ${here} or ${built}: run npm run build`);
-}
-
-class WorkerPool {
-  private readonly idle: Worker[] = [];
-  private readonly script = workerScript();
-
-  acquire(): Worker {
-    return this.idle.pop() ?? new Worker(this.script);
-  }
-
-  release(worker: Worker, healthy: boolean): void {
-    if (healthy && this.idle.length < IDLE_WORKERS) this.idle.push(worker);
-    else void worker.terminate();
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.idle.splice(0).map((w) => w.terminate()));
-  }
-}
 
 type Terminal = Extract<FromWorker, { type: 'done' | 'failed' }>;
 
 /** Streams gzip-compressed tar bytes to a worker that unpacks them into a directory. */
 export class ArchiveExtractor {
-  private readonly pool = new WorkerPool();
-  private nextJob = 1;
-
-  /** Starts a worker now, so the first deploy does not pay for it. */
-  warmUp(): void {
-    this.pool.release(this.pool.acquire(), true);
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
-  }
+  constructor(private readonly pool: WorkerPool) {}
 
   async extract(
     archive: AsyncIterable<Uint8Array>,
@@ -70,7 +27,7 @@ export class ArchiveExtractor {
     signal: AbortSignal,
   ): Promise<Extracted> {
     const worker = this.pool.acquire();
-    const job = this.nextJob++;
+    const job = this.pool.jobId();
     const post = (message: ToWorker, transfer?: ArrayBuffer[]): void => worker.postMessage(message, transfer);
 
     let inFlight = 0;
@@ -79,7 +36,7 @@ export class ArchiveExtractor {
     let settle!: (t: Terminal) => void;
     const finished = new Promise<Terminal>((resolve) => (settle = resolve));
     const onMessage = (message: FromWorker): void => {
-      if (message.job !== job) return;
+      if (message.job !== job || message.type === 'removed') return;
       if (message.type === 'ack') inFlight -= 1;
       else if (!terminal) {
         terminal = message;

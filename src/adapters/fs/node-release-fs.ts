@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, stat, symlink, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { ReleaseFs, StagedRelease } from '../../application/ports/release-fs.js';
@@ -9,6 +9,8 @@ import { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
+import { removeTree } from './tree-remover.js';
+import type { WorkerPool } from './worker-pool.js';
 
 export interface ReleaseRoots {
   /** Live symlinks: <docsRoot>/<user>/<project>. */
@@ -19,6 +21,7 @@ export interface ReleaseRoots {
 
 export const RELEASE_ROOTS = Symbol.for('sitedrop.ReleaseRoots') as ServiceIdentifier<ReleaseRoots>;
 export const ARCHIVE_EXTRACTOR = Symbol.for('sitedrop.ArchiveExtractor') as ServiceIdentifier<ArchiveExtractor>;
+export const WORKER_POOL = Symbol.for('sitedrop.WorkerPool') as ServiceIdentifier<WorkerPool>;
 
 // Names no user or project can take (they must start with a letter or digit).
 const STAGING = '.staging';
@@ -40,6 +43,7 @@ export class NodeReleaseFs implements ReleaseFs {
   constructor(
     @inject(RELEASE_ROOTS) private readonly roots: ReleaseRoots,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
+    @inject(WORKER_POOL) private readonly workers: WorkerPool,
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.trashRoot = join(roots.deploysRoot, TRASH);
@@ -54,13 +58,13 @@ export class NodeReleaseFs implements ReleaseFs {
       await syncFilesystem(dir);
       return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes };
     } catch (error) {
-      await rm(dir, { recursive: true, force: true });
+      await removeTree(this.workers, dir);
       throw error;
     }
   }
 
   async discard(staged: StagedRelease): Promise<void> {
-    await rm(staged.handle, { recursive: true, force: true });
+    await removeTree(this.workers, staged.handle);
   }
 
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -112,7 +116,7 @@ export class NodeReleaseFs implements ReleaseFs {
   async removeUserFiles(user: Username): Promise<void> {
     await this.prepare();
     // The links go first, so the sites stop being served before their files go.
-    await rm(join(this.roots.docsRoot, user), { recursive: true, force: true });
+    await removeTree(this.workers, join(this.roots.docsRoot, user));
     await this.throwAway(join(this.roots.deploysRoot, user));
   }
 
@@ -122,7 +126,7 @@ export class NodeReleaseFs implements ReleaseFs {
     for (const root of [this.stagingRoot, this.trashRoot]) {
       for (const name of await readdir(root)) {
         const path = join(root, name);
-        await rm(path, { recursive: true, force: true });
+        await removeTree(this.workers, path);
         removed.push(path);
       }
     }
@@ -154,7 +158,7 @@ export class NodeReleaseFs implements ReleaseFs {
       if (isMissing(error)) return;
       throw error;
     }
-    await rm(doomed, { recursive: true, force: true });
+    await removeTree(this.workers, doomed);
   }
 
   /**

@@ -1,15 +1,17 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 
-/** Messages between ArchiveExtractor (main thread) and extract-worker; `job` pairs them up. */
+/** Messages between the main thread (ArchiveExtractor, removeTree) and fs-worker; `job` pairs them up. */
 export type ToWorker =
   | { type: 'begin'; job: number; dir: string; limits: ArchiveLimits; chmod: boolean }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
-  | { type: 'abort'; job: number };
+  | { type: 'abort'; job: number }
+  | { type: 'remove'; job: number; path: string };
 
 export type FailureKind = 'rejected' | 'io' | 'aborted';
 
 export type FromWorker =
   | { type: 'ack'; job: number }
   | { type: 'done'; job: number; files: number; entries: number; bytes: number }
-  | { type: 'failed'; job: number; kind: FailureKind; message: string };
+  | { type: 'failed'; job: number; kind: FailureKind; message: string }
+  | { type: 'removed'; job: number; error?: string };

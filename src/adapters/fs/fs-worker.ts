@@ -1,24 +1,45 @@
 /**
- * Unpacks one archive at a time, off the main thread. Synchronous fs calls here cost
+ * Unpacks one archive at a time, or deletes one tree, off the main thread. Synchronous fs calls here cost
  * one syscall each with no thread-pool round trip, which is what makes a 40,000-file
  * site cost what GNU tar costs; they block only this worker, never the HTTP loop.
  */
-import { closeSync, fchmodSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
-import { Parser, type ReadEntry } from 'tar';
+import { Header, Parser, type ReadEntry } from 'tar';
 import { ArchiveLedger, assertNoDotDot, entryKind, normaliseEntryPath, type ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
-import type { FailureKind, FromWorker, ToWorker } from './extract-protocol.js';
+import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
 
 /** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
 const MAX_TRAILER_BYTES = 1024 * 1024;
 /** Headers, PAX records and padding on top of the file bytes themselves. */
 const overhead = (limits: ArchiveLimits): number => limits.maxFiles * 3 * 512 + 64 * 1024 * 1024;
 
+/**
+ * node-tar applies a PAX `path` record to the header object itself, so the name in the
+ * header block is lost by the time an entry is seen. The policy checks that name too
+ * (another tool would use it), so keep it: this worker is its own isolate, and the
+ * wrapper only records, it changes nothing node-tar decodes.
+ */
+const RAW_NAME = Symbol('rawName');
+type HeaderWithRawName = Header & { [RAW_NAME]?: string };
+const decode = Header.prototype.decode;
+Header.prototype.decode = function (this: HeaderWithRawName, buf: Buffer, off: number, ex?: unknown, gex?: unknown): void {
+  decode.call(this, buf, off, ex as never, gex as never);
+  const field = (start: number, length: number) => {
+    const bytes = buf.subarray(off + start, off + start + length);
+    const end = bytes.indexOf(0);
+    return bytes.subarray(0, end === -1 ? length : end).toString('utf8');
+  };
+  const isUstar = buf.subarray(off + 257, off + 265).toString('latin1') === 'ustar\u000000';
+  const prefix = isUstar ? field(345, 155) : '';
+  this[RAW_NAME] = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100);
+};
+
 const port = parentPort;
-if (!port) throw new Error('extract-worker must run as a worker thread');
+if (!port) throw new Error('fs-worker must run as a worker thread');
 const send = (message: FromWorker): void => port.postMessage(message);
 
 class Job {
@@ -106,8 +127,8 @@ class Job {
       entry.resume();
       return;
     }
-    // The raw header name too: a PAX path record may have replaced it.
-    assertNoDotDot(entry.header.path ?? '');
+    // The header block's own name too: a PAX path record may have replaced it.
+    assertNoDotDot((entry.header as HeaderWithRawName)[RAW_NAME] ?? '');
     const kind = entryKind(entry.type, entry.path);
     const path = normaliseEntryPath(entry.path);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
@@ -159,6 +180,15 @@ let current: Job | undefined;
 let currentId = -1;
 
 port.on('message', (message: ToWorker) => {
+  if (message.type === 'remove') {
+    try {
+      rmSync(message.path, { recursive: true, force: true });
+      send({ type: 'removed', job: message.job });
+    } catch (error) {
+      send({ type: 'removed', job: message.job, error: (error as Error).message });
+    }
+    return;
+  }
   if (message.type === 'begin') {
     currentId = message.job;
     current = new Job(message.job, message.dir, message.limits, message.chmod);

@@ -1,0 +1,83 @@
+import { execFileSync } from 'node:child_process';
+import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HOSTILE, OVER_SMALL_LIMITS, paxFlood, type HostileArchive } from '../support/hostile-archives.js';
+import { startHarness, type Harness } from '../support/service-harness.js';
+import { dir, file, tgz } from '../support/tar-builder.js';
+import { snapshot } from '../support/tree.js';
+
+/** Anything named sitedrop-pwned* anywhere under the temp directory is an escape. */
+function escapes(): string[] {
+  const out = execFileSync('find', [tmpdir(), '-maxdepth', '6', '-name', 'sitedrop-pwned*'], { encoding: 'utf8' });
+  return out.split('\n').filter(Boolean);
+}
+
+describe('hostile archives over HTTP: each refused, nothing outside the release, nothing changed', () => {
+  let h: Harness;
+  let token: string;
+  let live: string;
+
+  beforeAll(async () => {
+    h = await startHarness({ MAX_FILES: '100', MAX_EXTRACTED_BYTES: String(100 * 1024) });
+    token = await h.createUser('victim');
+    const first = await h.deploy(token, 'site', tgz([file('index.html', '<h1>live</h1>')]));
+    expect(first.status).toBe(200);
+    live = await readlink(join(h.docsRoot, 'victim/site'));
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const check = (archive: HostileArchive) => async () => {
+    const before = await snapshot(h.root);
+    const r = await h.deploy(token, 'site', await archive.archive());
+    expect(r.status).toBe(500);
+    const error = r.body.error as string;
+    expect(error.startsWith('failed to extract tarball: ')).toBe(true);
+    const reason = error.slice('failed to extract tarball: '.length);
+    if (typeof archive.reason === 'string') expect(reason).toBe(archive.reason);
+    else expect(reason).toMatch(archive.reason);
+    expect(await snapshot(h.root)).toEqual(before);
+    expect(await readdir(join(h.deploysRoot, '.staging'))).toEqual([]);
+    expect(await readlink(join(h.docsRoot, 'victim/site'))).toBe(live);
+    expect(await readFile(join(h.docsRoot, 'victim/site/index.html'), 'utf8')).toBe('<h1>live</h1>');
+    expect(escapes()).toEqual([]);
+  };
+
+  for (const archive of HOSTILE) it(`refuses ${archive.name}`, check(archive));
+  for (const archive of OVER_SMALL_LIMITS) it(`refuses ${archive.name}`, check(archive));
+
+  it('refuses a flood of PAX records by the cap on inflated bytes', check({ name: 'pax flood', archive: () => paxFlood(70), reason: /^archive decompresses to more than \d+ bytes$/ }));
+
+  it('writes files 0644 and directories 0755 whatever the archive says, owned by the service', async () => {
+    const r = await h.deploy(token, 'modes', tgz([
+      { path: 'suid.sh', body: '#!/bin/sh', mode: 0o4777, uid: 4242 },
+      { path: 'private.html', body: 'x', mode: 0o600 },
+      { path: 'sticky/', type: '5', mode: 0o1777 },
+      { path: 'locked/', type: '5', mode: 0o000 },
+      file('locked/in.html'),
+    ]));
+    expect(r.status).toBe(200);
+    const root = join(h.docsRoot, 'victim/modes');
+    const mode = async (p: string) => ((await stat(join(root, p))).mode & 0o7777).toString(8);
+    expect(await mode('.')).toBe('755');
+    expect(await mode('suid.sh')).toBe('644');
+    expect(await mode('private.html')).toBe('644');
+    expect(await mode('sticky')).toBe('755');
+    expect(await mode('locked')).toBe('755');
+    expect(await mode('locked/in.html')).toBe('644');
+    expect((await stat(join(root, 'suid.sh'))).uid).toBe(process.getuid?.());
+  });
+
+  it('takes . and ./ entries and ./-prefixed names as the release root', async () => {
+    const r = await h.deploy(token, 'dots', tgz([dir('.'), dir('./'), file('./index.html', 'dots'), dir('./a/'), file('./a/./b.html', 'b')]));
+    expect(r.status).toBe(200);
+    expect(await snapshot(join(h.docsRoot, 'victim/dots/'))).toEqual({
+      a: 'dir 755',
+      'a/b.html': expect.stringMatching(/^file 644 /),
+      'index.html': expect.stringMatching(/^file 644 /),
+    });
+  });
+});

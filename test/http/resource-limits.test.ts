@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChild, type Child } from '../support/child-service.js';
+import { gzipBombOfZeros, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
+import { file, tgz } from '../support/tar-builder.js';
+
+const ADMIN = 'limits-admin-token-0123456789abcdefghij';
+
+/** Peak resident memory of a process so far (VmHWM), in MiB. */
+function peakRssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024;
+}
+
+async function deploy(url: string, token: string, project: string, archive: Buffer) {
+  const form = new FormData();
+  form.append('project', project);
+  form.append('file', new Blob([archive]), 'site.tgz');
+  const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  return { status: r.status, body: (await r.json()) as Record<string, string> };
+}
+
+describe('resource limits at their defaults, in a child service whose memory is measured', () => {
+  let child: Child;
+  let dataDir: string;
+  let token: string;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'sitedrop-limits-'));
+    child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN });
+    const r = await fetch(`${child.url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: '{"username":"bomber"}' });
+    token = ((await r.json()) as { token: string }).token;
+    expect((await deploy(child.url, token, 'site', tgz([file('index.html', 'live')]))).status).toBe(200);
+  });
+  afterAll(async () => {
+    child.process.kill('SIGKILL');
+    await child.exited;
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('refuses 1 GiB of zeros from a ~1 MB gzip bomb, in bounded memory', async () => {
+    const bomb = await gzipBombOfZeros();
+    expect(bomb.length).toBeLessThan(1.1 * 1024 * 1024);
+    const live = await readlink(join(dataDir, 'docs/bomber/site'));
+    const r = await deploy(child.url, token, 'site', bomb);
+    expect(r.status).toBe(500);
+    expect(r.body.error).toBe('failed to extract tarball: unexpected data after the end of the tar archive');
+    const peak = peakRssMiB(child.process.pid!);
+    console.log(`gzip bomb (${(bomb.length / 1024 / 1024).toFixed(2)} MB -> 1 GiB) refused; service peak RSS ${peak.toFixed(1)} MiB`);
+    expect(peak).toBeLessThan(256);
+    expect(await readlink(join(dataDir, 'docs/bomber/site'))).toBe(live);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
+  });
+
+  it('refuses 60,000 empty files (over MAX_FILES 50,000) while streaming, in bounded memory', async () => {
+    const archive = sixtyThousandEmptyFiles();
+    const r = await deploy(child.url, token, 'site', archive);
+    expect(r.status).toBe(500);
+    expect(r.body.error).toBe('failed to extract tarball: archive has more than 50000 entries');
+    const peak = peakRssMiB(child.process.pid!);
+    console.log(`60,000-entry archive (${(archive.length / 1024).toFixed(0)} KB) refused; service peak RSS ${peak.toFixed(1)} MiB`);
+    expect(peak).toBeLessThan(256);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
+    expect(await readdir(join(dataDir, 'deploys/bomber/site'))).toHaveLength(1);
+  });
+});
