@@ -4,6 +4,8 @@ export interface RawReply {
   status: number;
   body: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
+  /** Whether the server sent 100 Continue. */
+  continued: boolean;
 }
 
 /**
@@ -16,12 +18,14 @@ export function rawRequest(
 ): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const req = request(`${url}${options.path}`, { method: options.method ?? 'POST', headers: options.headers });
+    let continued = false;
+    req.on('continue', () => (continued = true));
     req.on('response', (res) => {
       const parts: Buffer[] = [];
       res.on('data', (c: Buffer) => parts.push(c));
       res.on('end', () => {
         const text = Buffer.concat(parts).toString();
-        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {}, headers: res.headers });
+        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {}, headers: res.headers, continued });
       });
     });
     req.on('error', reject);

@@ -93,7 +93,9 @@ export class ArchiveExtractor {
         post({ type: 'abort', job });
         await finished;
       }
-      await iterator.return?.();
+      // Not awaited: with a read still pending on a stalled client, return() waits for
+      // that read. The HTTP layer closes the connection; this only stops the iteration.
+      void Promise.resolve(iterator.return?.()).catch(() => undefined);
       throw error;
     } finally {
       worker.off('message', onMessage);

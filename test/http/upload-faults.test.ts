@@ -1,0 +1,104 @@
+import { readdir, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { multipart, rawRequest } from '../support/raw-http.js';
+import { startHarness, type Harness } from '../support/service-harness.js';
+import { releaseVersion, versionedSite } from '../support/sites.js';
+import { slowUpload, until } from '../support/slow-upload.js';
+
+describe('uploads that go wrong (real server, real directories)', () => {
+  let h: Harness;
+  let token: string;
+  const staging = () => readdir(join(h.deploysRoot, '.staging'));
+
+  beforeAll(async () => {
+    h = await startHarness({ MAX_UPLOAD_BYTES: String(4 * 1024 * 1024) });
+    token = await h.createUser('uploader');
+    expect((await h.deploy(token, 'site', versionedSite('v1', 50))).status).toBe(200);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('asks for the body (100 Continue) only when the deploy is acceptable', async () => {
+    const archive = versionedSite('v-continue', 10);
+    const body = multipart('c0nt', [{ name: 'project', body: 'cont' }, { name: 'file', filename: 's.tgz', body: archive }]);
+    const r = await rawRequest(h.url, {
+      path: '/api/v1/deploy',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=c0nt', 'content-length': String(body.length), expect: '100-continue' },
+      chunks: [body],
+      waitForContinue: true,
+    });
+    expect(r.continued).toBe(true);
+    expect(r.status).toBe(200);
+  });
+
+  it('a client that disconnects mid-upload leaves no staging area, and the server keeps serving', async () => {
+    const live = await readlink(join(h.docsRoot, 'uploader/site'));
+    const archive = versionedSite('v2', 2000, 512);
+    const upload = slowUpload(h.url, token, 'site', archive, Math.floor(archive.length / 2));
+    await until(async () => (await staging()).length === 1, 'a staging area');
+    upload.req.destroy();
+    await until(async () => (await staging()).length === 0, 'the staging area to go');
+    expect(await readlink(join(h.docsRoot, 'uploader/site'))).toBe(live);
+    expect((await readdir(join(h.deploysRoot, 'uploader/site'))).length).toBe(1);
+    expect((await h.call('GET', '/api/v1/status')).status).toBe(200);
+    expect((await h.deploy(token, 'site', versionedSite('v3', 50))).status).toBe(200);
+  });
+
+  it('answers a declared Content-Length over the limit with 413 before the body is sent', async () => {
+    const r = await rawRequest(h.url, {
+      path: '/api/v1/deploy',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'multipart/form-data; boundary=x',
+        'content-length': String(5 * 1024 * 1024),
+        expect: '100-continue',
+      },
+      chunks: [],
+      waitForContinue: true,
+    });
+    expect(r.status).toBe(413);
+    expect(r.body).toEqual({ status: 'error', error: 'request body too large' });
+    expect(r.continued).toBe(false);
+  });
+
+  it('answers 401 to a bad token before asking for the body', async () => {
+    const r = await rawRequest(h.url, {
+      path: '/api/v1/deploy',
+      headers: { authorization: 'Bearer nope', 'content-type': 'multipart/form-data; boundary=x', 'content-length': '1000', expect: '100-continue' },
+      chunks: [],
+      waitForContinue: true,
+    });
+    expect(r.status).toBe(401);
+    expect(r.continued).toBe(false);
+  });
+
+  it('deleting a user while one of their deploys runs leaves no half-deleted tree', async () => {
+    const doomed = await h.createUser('doomed');
+    expect((await h.deploy(doomed, 'site', versionedSite('d1', 20))).status).toBe(200);
+    const archive = versionedSite('d2', 500, 256);
+    const upload = slowUpload(h.url, doomed, 'site', archive, Math.floor(archive.length / 2));
+    await until(async () => (await staging()).length === 1, 'a staging area');
+    const del = await h.call('DELETE', '/api/v1/auth', { token: 'admin-token-for-tests-0123456789abcdef', json: { username: 'doomed', files: 'delete' } });
+    expect(del.status).toBe(200);
+    upload.finish();
+    const r = await upload.response;
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ status: 'error', error: 'unauthorized' });
+    await expect(readdir(join(h.docsRoot, 'doomed'))).rejects.toThrow(/ENOENT/);
+    await expect(readdir(join(h.deploysRoot, 'doomed'))).rejects.toThrow(/ENOENT/);
+    expect(await staging()).toEqual([]);
+  });
+
+  it('a deploy racing another of the same project never prunes what goes live', async () => {
+    const uploads = Array.from({ length: 8 }, (_, i) => h.deploy(token, 'busy', versionedSite(`b${i}`, 30)));
+    const results = await Promise.all(uploads);
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const newest = results.map((r) => r.body.release as string).sort().at(-1)!;
+    const target = await readlink(join(h.docsRoot, 'uploader/busy'));
+    expect(target).toBe(`${join(h.deploysRoot, 'uploader/busy', newest)}/`);
+    expect(await readdir(join(h.deploysRoot, 'uploader/busy'))).toHaveLength(5);
+    expect(await releaseVersion(target, 30)).toMatch(/^b\d$/);
+  });
+});
