@@ -31,7 +31,8 @@ export async function buildContainer(config: Config): Promise<Container> {
   const workers = new WorkerPool();
   c.bind(WORKER_POOL).toConstantValue(workers);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));
-  c.bind(RELEASE_FS).to(NodeReleaseFs).inSingletonScope();
+  c.bind(NodeReleaseFs).toSelf().inSingletonScope();
+  c.bind(RELEASE_FS).toService(NodeReleaseFs);
   c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
   c.bind(CLOCK).to(SystemClock).inSingletonScope();
   c.bind(TOKEN_GENERATOR).to(RandomTokenGenerator).inSingletonScope();
@@ -45,8 +46,13 @@ export async function buildContainer(config: Config): Promise<Container> {
   return c;
 }
 
-/** Releases what the container holds open: database connections and extraction workers. */
-export async function disposeContainer(c: Container): Promise<void> {
+/**
+ * Finishes the background deletions, then releases what the container holds open:
+ * worker threads and database connections. Returns the deletions that failed.
+ */
+export async function disposeContainer(c: Container): Promise<string[]> {
+  const failed = await c.get(NodeReleaseFs).settle();
   await c.get(WORKER_POOL).close();
   await c.get(DATABASE).destroy();
+  return failed;
 }

@@ -55,7 +55,7 @@ export async function startService(config: Config, adminToken: string, logger: L
       if (cut > 0) logger.warn('aborted deploys at shutdown', { count: cut });
       server.closeAllConnections();
       await closed;
-      await disposeContainer(container);
+      for (const failure of await disposeContainer(container)) logger.error('could not delete a discarded tree', { failure });
     })());
 
   return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop };

@@ -30,6 +30,8 @@ export interface Deployed {
   readonly pruned: ReleaseId[];
   /** Set when the release went live but removing old ones failed. */
   readonly pruneError?: Error;
+  /** Milliseconds spent unpacking (upload included), waiting for the lock, publishing, pruning. */
+  readonly timings: { readonly stage: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
 }
 
 /**
@@ -63,12 +65,13 @@ export class DeployRelease {
     project.catch(giveUp);
 
     try {
+      const started = this.clock.now().getTime();
       const staged = await this.stageReportingNameFirst(input.archive, project, stop.signal);
       const name = await project.catch(async (error: unknown) => {
         await this.releases.discard(staged);
         throw error;
       });
-      return await this.publish(input.user, name, staged);
+      return await this.publish(input.user, name, staged, this.clock.now().getTime() - started);
     } finally {
       input.signal.removeEventListener('abort', giveUp);
     }
@@ -90,11 +93,14 @@ export class DeployRelease {
     }
   }
 
-  private async publish(user: Username, project: ProjectName, staged: StagedRelease): Promise<Deployed> {
+  private async publish(user: Username, project: ProjectName, staged: StagedRelease, stage: number): Promise<Deployed> {
     let committed: ReleaseId | undefined;
     let live = false;
+    const ms = () => this.clock.now().getTime();
+    const waiting = ms();
     try {
       return await this.lock.withProject(user, project, async () => {
+        const locked = ms();
         // The user may have been deleted while the archive was unpacking.
         if (!(await this.tokens.exists(user))) throw new Unauthorized();
         const release = ReleaseId.next(this.clock.now(), await this.releases.releases(user, project));
@@ -102,8 +108,10 @@ export class DeployRelease {
         committed = release;
         await this.releases.activate(user, project, release);
         live = true;
+        const swapped = ms();
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
+        const timings = { stage, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
         return {
           user,
           project,
@@ -113,6 +121,7 @@ export class DeployRelease {
           compressedBytes: staged.compressedBytes,
           pruned: Array.isArray(pruned) ? pruned : [],
           ...(pruned instanceof Error ? { pruneError: pruned } : {}),
+          timings,
         };
       });
     } catch (error) {

@@ -78,6 +78,7 @@ describe('generated archives on the real release filesystem', () => {
         const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
         if (hostileCount > 0) {
           await expect(releases.stage(upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
+          expect(await releases.settle()).toEqual([]);
           expect(await snapshot(root)).toEqual(empty);
           return;
         }
@@ -88,6 +89,7 @@ describe('generated archives on the real release filesystem', () => {
         const tree = await snapshot(staged.handle);
         expect(Object.values(tree).every((v) => /^(dir 755|file 644 )/.test(v))).toBe(true);
         await releases.discard(staged);
+        expect(await releases.settle()).toEqual([]);
         expect(await snapshot(root)).toEqual(empty);
       }),
       { numRuns: 80 },

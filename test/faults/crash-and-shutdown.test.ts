@@ -191,6 +191,8 @@ describe('a full disk', () => {
       expect(r.body).toEqual({ status: 'error', error: 'deployment failed' });
       expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
       expect(await assertConsistent(dataDir, 'site', 20, ['v1'])).toBe('v1');
+      // The refused files are deleted in the background; once they are, there is room again.
+      await until(async () => (await readdir(join(dataDir, 'deploys/.trash'))).length === 0, 'the trash to empty');
       expect((await deploy(child.url, token, 'site', versionedSite('v3', 20))).status).toBe(200);
       await kill9(child);
       children.splice(children.indexOf(child), 1);

@@ -273,6 +273,7 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       const r = await h.deploy(token, 'safe', tgz([file('index.html'), file('../escape.html')]));
       expect(r.status).toBe(500);
       expect(r.body).toEqual({ status: 'error', error: "failed to extract tarball: path contains '..' component which is not allowed: ../escape.html" });
+      await h.trashEmptied();
       expect(await snapshot(h.root)).toEqual(before);
     });
 

@@ -10,7 +10,14 @@ import { snapshot } from '../support/tree.js';
 
 /** Anything named sitedrop-pwned* anywhere under the temp directory is an escape. */
 function escapes(): string[] {
-  const out = execFileSync('find', [tmpdir(), '-maxdepth', '6', '-name', 'sitedrop-pwned*'], { encoding: 'utf8' });
+  let out: string;
+  try {
+    out = execFileSync('find', [tmpdir(), '-ignore_readdir_race', '-maxdepth', '6', '-name', 'sitedrop-pwned*'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (error) {
+    // Other test files delete (or unmount) their temp dirs meanwhile, which makes find
+    // exit 1; what it found is still on stdout, and a vanished dir is no escape.
+    out = String((error as { stdout?: string }).stdout ?? '');
+  }
   return out.split('\n').filter(Boolean);
 }
 
@@ -39,6 +46,7 @@ describe('hostile archives over HTTP: each refused, nothing outside the release,
     const reason = error.slice('failed to extract tarball: '.length);
     if (typeof archive.reason === 'string') expect(reason).toBe(archive.reason);
     else expect(reason).toMatch(archive.reason);
+    await h.trashEmptied();
     expect(await snapshot(h.root)).toEqual(before);
     expect(await readdir(join(h.deploysRoot, '.staging'))).toEqual([]);
     expect(await readlink(join(h.docsRoot, 'victim/site'))).toBe(live);

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/adapters/config/config.js';
@@ -16,6 +16,8 @@ export interface Harness {
   createUser(username: string): Promise<string>;
   deploy(token: string, project: string | undefined, archive: Buffer | undefined, options?: { fileFirst?: boolean }): Promise<Reply>;
   call(method: string, path: string, options?: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> }): Promise<Reply>;
+  /** Waits until background deletions have emptied DEPLOYS_ROOT/.trash. */
+  trashEmptied(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,6 +75,13 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
         body: form,
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+    },
+    async trashEmptied() {
+      const deadline = Date.now() + 20_000;
+      while ((await readdir(join(config.deploysRoot, '.trash'))).length > 0) {
+        if (Date.now() > deadline) throw new Error('the trash was not emptied');
+        await new Promise((r) => setTimeout(r, 10));
+      }
     },
     async close() {
       await service.stop(1000);

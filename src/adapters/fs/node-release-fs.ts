@@ -10,6 +10,7 @@ import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
 import { removeTree } from './tree-remover.js';
+import { TrashCollector } from './trash-collector.js';
 import type { WorkerPool } from './worker-pool.js';
 
 export interface ReleaseRoots {
@@ -38,6 +39,7 @@ const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).
 export class NodeReleaseFs implements ReleaseFs {
   private readonly stagingRoot: string;
   private readonly trashRoot: string;
+  private readonly trash: TrashCollector;
   private prepared: Promise<boolean> | undefined;
 
   constructor(
@@ -47,6 +49,7 @@ export class NodeReleaseFs implements ReleaseFs {
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.trashRoot = join(roots.deploysRoot, TRASH);
+    this.trash = new TrashCollector(this.trashRoot, workers);
   }
 
   async stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
@@ -58,13 +61,13 @@ export class NodeReleaseFs implements ReleaseFs {
       await syncFilesystem(dir);
       return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes };
     } catch (error) {
-      await removeTree(this.workers, dir);
+      await this.throwAway(dir);
       throw error;
     }
   }
 
   async discard(staged: StagedRelease): Promise<void> {
-    await removeTree(this.workers, staged.handle);
+    await this.throwAway(staged.handle);
   }
 
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -123,13 +126,12 @@ export class NodeReleaseFs implements ReleaseFs {
   async removeLeftovers(): Promise<string[]> {
     await this.prepare();
     const removed: string[] = [];
-    for (const root of [this.stagingRoot, this.trashRoot]) {
-      for (const name of await readdir(root)) {
-        const path = join(root, name);
-        await removeTree(this.workers, path);
-        removed.push(path);
-      }
+    for (const name of await readdir(this.stagingRoot)) {
+      const path = join(this.stagingRoot, name);
+      await removeTree(this.workers, path);
+      removed.push(path);
     }
+    removed.push(...(await this.trash.emptyNow()));
     for (const user of await readdir(this.roots.docsRoot, { withFileTypes: true })) {
       if (!user.isDirectory()) continue;
       for (const name of await readdir(join(this.roots.docsRoot, user.name))) {
@@ -146,8 +148,14 @@ export class NodeReleaseFs implements ReleaseFs {
     return join(this.roots.deploysRoot, user, project);
   }
 
+  /** Waits for the background deletions queued so far; returns any that failed. */
+  settle(): Promise<string[]> {
+    return this.trash.drain();
+  }
+
   /**
-   * Renames a tree into the trash, then deletes it: a crash part-way leaves a
+   * Renames a tree into the trash, where the collector deletes it in the background: it
+   * stops being a release (or a user's files) at once, and a crash part-way leaves a
    * half-deleted tree only in the trash (emptied at start-up), never a partial release.
    */
   private async throwAway(path: string): Promise<void> {
@@ -158,7 +166,7 @@ export class NodeReleaseFs implements ReleaseFs {
       if (isMissing(error)) return;
       throw error;
     }
-    await removeTree(this.workers, doomed);
+    this.trash.collect(doomed);
   }
 
   /**

@@ -161,6 +161,7 @@ export function createApp(deps: HttpDeps): express.Express {
         files: deployed.files,
         bytes: deployed.bytes,
         compressedBytes: deployed.compressedBytes,
+        ms: deployed.timings,
       });
       res.json({
         status: 'ok',

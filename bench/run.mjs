@@ -1,0 +1,247 @@
+#!/usr/bin/env node
+// sitedrop's benchmark: a full HTTP deploy against the by-hand way (GNU tar + ln -s + mv -T)
+// on the same disk, pairs interleaved A B A B; then a 100 MiB upload with the service's
+// RSS sampled and GET /api/v1/status polled throughout. Prints one table, writes JSON.
+import { spawn } from 'node:child_process';
+import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const MAIN = join(here, '..', 'dist', 'main.js');
+const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
+
+const { values: opts } = parseArgs({
+  options: {
+    pairs: { type: 'string', default: '5' },
+    shapes: { type: 'string', default: 'small,standard,docs,media' },
+    concurrent: { type: 'string', default: '3' },
+    'upload-mib': { type: 'string', default: '100' },
+    json: { type: 'string', default: join(here, 'results', 'latest.json') },
+    dir: { type: 'string' },
+    tiny: { type: 'boolean', default: false },
+  },
+});
+if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1' });
+const PAIRS = Number(opts.pairs);
+const CONCURRENT = Number(opts.concurrent);
+const UPLOAD_BYTES = Math.floor(Number(opts['upload-mib']) * 1024 * 1024);
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const now = () => performance.now();
+
+async function startService(dataDir) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (c) => {
+      out += c;
+      const m = /"msg":"listening","url":"([^"]+)"/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));
+  });
+  child.stdout.resume();
+  const stop = () => new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.on('exit', resolve);
+    child.kill('SIGTERM');
+  });
+  return { url, pid: child.pid, stop };
+}
+
+async function createUser(url, username) {
+  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username }) });
+  return (await r.json()).token;
+}
+
+/** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
+function httpDeploy(url, token, project, archive) {
+  const boundary = `bench${Math.random().toString(16).slice(2)}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = head.length + statSync(archive).size + tail.length;
+  const started = now();
+  return new Promise((resolve, reject) => {
+    // A fresh connection, as curl makes: a reused keep-alive socket can meet the server's idle close.
+    const req = request(`${url}/api/v1/deploy`, {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`deploy answered ${res.statusCode}: ${body}`));
+        else resolve(now() - started);
+      });
+    });
+    req.on('error', reject);
+    req.write(head);
+    const file = createReadStream(archive, { highWaterMark: 256 * 1024 });
+    file.pipe(req, { end: false });
+    file.on('end', () => req.end(tail));
+  });
+}
+
+let handCounter = 0;
+/** The by-hand way: extract into a new release directory, then ln -s + mv -T to swap. Returns ms. */
+function byHand(root, archive, project) {
+  handCounter += 1;
+  const release = join(root, 'deploys', project, `r${handCounter}`);
+  const docs = join(root, 'docs');
+  const script = `mkdir -p "${release}" "${docs}" && tar -xzf "${archive}" -C "${release}" && ln -s "${release}/" "${docs}/.${project}.tmp" && mv -T "${docs}/.${project}.tmp" "${docs}/${project}"`;
+  const started = now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', script], { stdio: 'inherit' });
+    child.on('exit', (code) => (code === 0 ? resolve(now() - started) : reject(new Error(`by-hand deploy exited ${code}`))));
+  });
+}
+
+/** Keeps the by-hand side's disk use level with the service's retention, outside the timing. */
+function pruneByHand(root, project, keep = 5) {
+  const dir = join(root, 'deploys', project);
+  let names;
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // nothing deployed by hand yet
+  }
+  names.sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+  for (const name of names.slice(0, Math.max(0, names.length - keep))) rmSync(join(dir, name), { recursive: true, force: true });
+}
+
+async function pairs(label, runA, runB, handRoot, projects) {
+  await runA();
+  await runB();
+  const a = [];
+  const b = [];
+  for (let i = 0; i < PAIRS; i += 1) {
+    a.push(await runA());
+    for (const p of projects) pruneByHand(handRoot, p);
+    b.push(await runB());
+    process.stderr.write(`  ${label} pair ${i + 1}/${PAIRS}: deploy ${a[i].toFixed(0)} ms, by hand ${b[i].toFixed(0)} ms\n`);
+  }
+  const ratios = a.map((x, i) => x / b[i]);
+  return { aMs: a, bMs: b, ratios, medianRatio: median(ratios), medianA: median(a), medianB: median(b) };
+}
+
+function readStatus(pid, field) {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line)[1]) * 1024;
+}
+
+async function memoryAndLatency(work, archive) {
+  const dataDir = join(work, 'memory-service');
+  const service = await startService(dataDir);
+  const token = await createUser(service.url, 'mem');
+  await httpDeploy(service.url, token, 'warm', archive.small);
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, readStatus(service.pid, 'VmRSS'))), 5);
+  const latencies = [];
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const started = now();
+      const r = await fetch(`${service.url}/api/v1/status`);
+      await r.arrayBuffer();
+      latencies.push(now() - started);
+      await new Promise((res) => setTimeout(res, 5));
+    }
+  })();
+  const deployMs = await httpDeploy(service.url, token, 'large', archive.large);
+  polling = false;
+  await poller;
+  clearInterval(sampler);
+  peak = Math.max(peak, readStatus(service.pid, 'VmHWM'));
+  await service.stop();
+  return {
+    uploadBytes: statSync(archive.large).size,
+    deployMs,
+    peakRssMiB: peak / 1024 / 1024,
+    status: { samples: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
+  };
+}
+
+async function main() {
+  const work = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sitedrop-bench-')));
+  mkdirSync(work, { recursive: true });
+  const results = { machine: { node: process.version, cpus: (await import('node:os')).cpus().length }, pairs: PAIRS, scenarios: [], memory: undefined };
+  const service = await startService(join(work, 'service'));
+  const token = await createUser(service.url, 'bench');
+  const handRoot = join(work, 'by-hand');
+  const archives = {};
+  try {
+    for (const name of opts.shapes.split(',')) {
+      const fixture = makeSite(join(work, 'fixtures', name), SHAPES[name]);
+      archives[name] = fixture.archive;
+      const gzip = statSync(fixture.archive).size;
+      process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
+      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), handRoot, [name]);
+      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r });
+      rmSync(fixture.site, { recursive: true, force: true });
+    }
+    const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
+    const projects = Array.from({ length: CONCURRENT }, (_, i) => `together-${i}`);
+    process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
+    const r = await pairs(
+      `${CONCURRENT}x ${base}`,
+      async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; },
+      async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
+      handRoot,
+      projects,
+    );
+    const baseScenario = results.scenarios.find((s) => s.name === base);
+    results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r });
+  } finally {
+    await service.stop();
+  }
+
+  process.stderr.write(`memory: a ${(UPLOAD_BYTES / 1024 / 1024).toFixed(0)} MiB upload\n`);
+  const large = makeLargeUpload(join(work, 'fixtures', 'large'), UPLOAD_BYTES - 4096);
+  results.memory = await memoryAndLatency(work, { small: archives[opts.shapes.split(',')[0]], large });
+
+  const overall = median(results.scenarios.flatMap((s) => s.ratios));
+  results.medianRatio = overall;
+  const rows = [
+    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios'],
+    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' ')]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  console.log(line(rows[0]));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const r of rows.slice(1)) console.log(line(r));
+  console.log('');
+  console.log(`median of all pair ratios: ${overall.toFixed(2)}`);
+  const m = results.memory;
+  console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, service peak RSS ${m.peakRssMiB.toFixed(1)} MiB, ` +
+    `GET /api/v1/status during it: ${m.status.samples} samples, p50 ${m.status.p50.toFixed(1)} ms, p99 ${m.status.p99.toFixed(1)} ms, max ${m.status.max.toFixed(1)} ms`);
+  mkdirSync(dirname(opts.json), { recursive: true });
+  writeFileSync(opts.json, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`figures written to ${opts.json}`);
+  if (!opts.dir) rmSync(work, { recursive: true, force: true });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

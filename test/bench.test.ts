@@ -1,0 +1,31 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+/** The benchmark runs end to end on a tiny fixture, so it cannot rot. No timing is asserted. */
+describe('npm run bench', () => {
+  it('runs on a tiny fixture and reports every figure', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sitedrop-bench-test-'));
+    const json = join(dir, 'latest.json');
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, ['bench/run.mjs', '--tiny', '--json', json], { timeout: 60_000 });
+      expect(stdout).toMatch(/median of all pair ratios: \d+\.\d\d/);
+      expect(stdout).toMatch(/service peak RSS \d+\.\d MiB/);
+      const results = JSON.parse(await readFile(json, 'utf8'));
+      expect(results.scenarios.map((s: { name: string }) => s.name)).toEqual(['tiny', '2x tiny at once']);
+      for (const s of results.scenarios) {
+        expect(s.ratios).toHaveLength(1);
+        expect(s.ratios[0]).toBeGreaterThan(0);
+        expect(s.files).toBeGreaterThan(0);
+      }
+      expect(results.memory.peakRssMiB).toBeGreaterThan(10);
+      expect(results.memory.status.samples).toBeGreaterThan(0);
+      expect(typeof results.medianRatio).toBe('number');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
