@@ -63,9 +63,7 @@ class Job {
     this.decompressedCap = limits.maxBytes + overhead(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
     this.parser = new Parser({ strict: false });
-    // Deferred to a microtask: zlib queues its next inflate on the thread pool only after
-    // this handler returns, so inflating block n+1 then overlaps writing block n.
-    this.gunzip.on('data', (chunk: Buffer) => queueMicrotask(() => this.guard(() => this.inflated(chunk))));
+    this.gunzip.on('data', (chunk: Buffer) => this.guard(() => this.inflated(chunk)));
     this.gunzip.on('error', (error: Error) => this.fail('rejected', `not a valid gzip stream: ${error.message}`));
     this.gunzip.on('end', () => this.guard(() => this.parser.end()));
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
