@@ -289,6 +289,9 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       expect(new Set(ids).size).toBe(7);
       const left = (await readdir(join(h.deploysRoot, 'dev/keep'))).sort();
       expect(left).toEqual([...ids].sort().slice(2));
+      // Pruned releases leave the listing at once and the disk soon after, in the background.
+      await h.trashEmptied();
+      expect(await readdir(join(h.deploysRoot, '.trash'))).toEqual([]);
       expect(await readFile(join(h.docsRoot, 'dev/keep/index.html'), 'utf8')).toBe('<h1>v6</h1>');
     });
 
