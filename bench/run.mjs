@@ -14,6 +14,8 @@ import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MAIN = join(here, '..', 'dist', 'main.js');
+/** Run the service as `npm start` does, with the same node flags. */
+const NODE_FLAGS = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).scripts.start.split(/\s+/).filter((w) => w.startsWith('--'));
 const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
 
 const { values: opts } = parseArgs({
@@ -49,7 +51,7 @@ process.on('exit', () => {
 });
 
 async function startService(dataDir) {
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

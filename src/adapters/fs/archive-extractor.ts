@@ -15,6 +15,29 @@ const MAX_IN_FLIGHT = 16;
 
 type Terminal = Extract<FromWorker, { type: 'done' | 'failed' }>;
 
+/**
+ * The next chunk, or DeployAborted as soon as `signal` fires. Not Promise.race with one
+ * long-lived abort promise: every race adds a reaction to it that keeps that race's
+ * result (a chunk) alive, which held the whole upload in memory, 1 MB per MB received.
+ */
+function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T>> {
+  if (signal.aborted) return Promise.reject(new DeployAborted());
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(new DeployAborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    iterator.next().then(
+      (result) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** Streams gzip-compressed tar bytes to a worker that unpacks them into a directory. */
 export class ArchiveExtractor {
   constructor(private readonly pool: WorkerPool) {}
@@ -51,15 +74,12 @@ export class ArchiveExtractor {
     let compressedBytes = 0;
     let healthy = true;
     const iterator = archive[Symbol.asyncIterator]();
-    const aborted = new Promise<'aborted'>((resolve) => {
-      if (signal.aborted) resolve('aborted');
-      signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-    });
+    const onAbort = (): void => wakeSender?.();
+    signal.addEventListener('abort', onAbort);
     try {
       post({ type: 'begin', job, dir, limits, chmod });
       for (;;) {
-        const next = await Promise.race([iterator.next(), aborted]);
-        if (next === 'aborted') throw new DeployAborted();
+        const next = await nextUnlessAborted(iterator, signal);
         if (next.done) break;
         const chunk = next.value;
         compressedBytes += chunk.length;
@@ -67,7 +87,7 @@ export class ArchiveExtractor {
         // to its end, so the client gets an answer rather than a reset connection.
         if (terminal) continue;
         while (inFlight >= MAX_IN_FLIGHT && !terminal) {
-          await Promise.race([new Promise<void>((wake) => (wakeSender = wake)), aborted]);
+          await new Promise<void>((wake) => (wakeSender = wake));
           if (signal.aborted) throw new DeployAborted();
         }
         if (terminal) continue;
@@ -98,6 +118,7 @@ export class ArchiveExtractor {
       void Promise.resolve(iterator.return?.()).catch(() => undefined);
       throw error;
     } finally {
+      signal.removeEventListener('abort', onAbort);
       worker.off('message', onMessage);
       worker.off('error', onError);
       this.pool.release(worker, healthy);
