@@ -233,8 +233,14 @@ async function main() {
   const large = makeLargeUpload(join(work, 'fixtures', 'large'), Math.floor(UPLOAD_BYTES * 0.99));
   results.memory = await memoryAndLatency(work, { small: archives[opts.shapes.split(',')[0]], large });
 
+  // The issue's target is the reference site's ratio, and it must hold at every size: the
+  // pooled median would let the shapes that favour the service hide the ones that do not.
   const overall = median(results.scenarios.flatMap((s) => s.ratios));
+  const reference = results.scenarios.find((s) => s.name === 'standard') ?? results.scenarios[0];
+  const worst = results.scenarios.reduce((a, b) => (b.medianRatio > a.medianRatio ? b : a));
   results.medianRatio = overall;
+  results.referenceRatio = reference.medianRatio;
+  results.worst = { name: worst.name, ratio: worst.medianRatio };
   const rows = [
     ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios'],
     ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' ')]),
@@ -245,7 +251,7 @@ async function main() {
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows.slice(1)) console.log(line(r));
   console.log('');
-  console.log(`median of all pair ratios: ${overall.toFixed(2)}`);
+  console.log(`reference (${reference.name}) ratio: ${reference.medianRatio.toFixed(2)}; worst shape: ${worst.name} ${worst.medianRatio.toFixed(2)}; median of all pair ratios: ${overall.toFixed(2)}`);
   const m = results.memory;
   console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, service peak RSS ${m.peakRssMiB.toFixed(1)} MiB, ` +
     `GET /api/v1/status during it: ${m.status.samples} samples, p50 ${m.status.p50.toFixed(1)} ms, p99 ${m.status.p99.toFixed(1)} ms, max ${m.status.max.toFixed(1)} ms`);

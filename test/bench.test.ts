@@ -12,7 +12,7 @@ describe('npm run bench', () => {
     const json = join(dir, 'latest.json');
     try {
       const { stdout } = await promisify(execFile)(process.execPath, ['bench/run.mjs', '--tiny', '--json', json], { timeout: 60_000 });
-      expect(stdout).toMatch(/median of all pair ratios: \d+\.\d\d/);
+      expect(stdout).toMatch(/reference \(tiny\) ratio: \d+\.\d\d; worst shape: .+ \d+\.\d\d; median of all pair ratios: \d+\.\d\d/);
       expect(stdout).toMatch(/service peak RSS \d+\.\d MiB/);
       const results = JSON.parse(await readFile(json, 'utf8'));
       expect(results.scenarios.map((s: { name: string }) => s.name)).toEqual(['tiny', '2x tiny at once']);
@@ -24,6 +24,8 @@ describe('npm run bench', () => {
       expect(results.memory.peakRssMiB).toBeGreaterThan(10);
       expect(results.memory.status.samples).toBeGreaterThan(0);
       expect(typeof results.medianRatio).toBe('number');
+      expect(typeof results.referenceRatio).toBe('number');
+      expect(results.worst.name).toBeTruthy();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -124,6 +124,34 @@ describe('crashes (SIGKILL) and shutdowns (SIGTERM) of the real service', () => 
     expect(await assertConsistent(dataDir, 'site', 10, ['v1'])).toBe('v1');
   });
 
+  it('a permission error while unpacking: 500 deployment failed, live untouched, the area removed once it can be', async () => {
+    const dataDir = await freshDataDir();
+    const first = await service(dataDir);
+    const token = await createUser(first.url, 'crash');
+    expect((await deploy(first.url, token, 'site', versionedSite('v1', 10))).status).toBe(200);
+    const archive = versionedSite('v2', 600, 256);
+    const upload = slowUpload(first.url, token, 'site', archive, 4096);
+    await until(async () => (await readdir(join(dataDir, 'deploys/.staging'))).length === 1, 'a staging area');
+    const area = join(dataDir, 'deploys/.staging', (await readdir(join(dataDir, 'deploys/.staging')))[0]!);
+    // Root ignores modes but not ext4's immutable flag: creating anything in it fails with EPERM.
+    execFileSync('chattr', ['+i', area]);
+    try {
+      upload.finish();
+      const r = await upload.response;
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ status: 'error', error: 'deployment failed' });
+      expect(await assertConsistent(dataDir, 'site', 10, ['v1'])).toBe('v1');
+      expect(await readdir(join(dataDir, 'deploys/crash/site'))).toHaveLength(1);
+    } finally {
+      execFileSync('chattr', ['-i', area]);
+    }
+    // The area could not be moved while immutable; the next start-up removes it.
+    await kill9(first);
+    const second = await service(dataDir);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
+    expect(second.output()).toContain(area);
+  });
+
   it('SIGTERM lets an in-flight deploy finish, then exits 0', async () => {
     const dataDir = await freshDataDir();
     const child = await service(dataDir);

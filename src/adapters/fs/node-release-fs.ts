@@ -61,7 +61,9 @@ export class NodeReleaseFs implements ReleaseFs {
       await syncFilesystem(dir);
       return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes };
     } catch (error) {
-      await this.throwAway(dir);
+      // The failure is what the client needs to hear; an area that cannot be moved now
+      // (the same disk or permission trouble) stays in staging for start-up to remove.
+      await this.throwAway(dir).catch(() => undefined);
       throw error;
     }
   }
