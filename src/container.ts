@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Container } from 'inversify';
+import { Kysely, PostgresDialect } from 'kysely';
 import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
@@ -15,17 +16,18 @@ import { PruneReleases } from './application/prune-releases.js';
 import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
-import { openDatabase } from './adapters/db/database.js';
+import { databaseKind, openDatabase, postgresPool } from './adapters/db/database.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
 import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS, WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { WorkerPool } from './adapters/fs/worker-pool.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
+import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
 /** The composition root: the one place that picks an adapter for each port. */
 export async function buildContainer(config: Config): Promise<Container> {
   const c = new Container();
-  c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl));
+  c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot });
   const workers = new WorkerPool();
@@ -33,7 +35,14 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();
   c.bind(RELEASE_FS).toService(NodeReleaseFs);
-  c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
+  if (databaseKind(config.databaseUrl) === 'postgres') {
+    // Replicas share one database, so the deploy lock lives there (advisory locks).
+    const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
+    c.bind(LOCK_DATABASE).toConstantValue(new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }));
+    c.bind(DEPLOY_LOCK).to(PostgresDeployLock).inSingletonScope();
+  } else {
+    c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
+  }
   c.bind(CLOCK).to(SystemClock).inSingletonScope();
   c.bind(TOKEN_GENERATOR).to(RandomTokenGenerator).inSingletonScope();
   c.bind(DEPLOY_SETTINGS).toConstantValue({
@@ -54,5 +63,6 @@ export async function disposeContainer(c: Container): Promise<string[]> {
   const failed = await c.get(NodeReleaseFs).settle();
   await c.get(WORKER_POOL).close();
   await c.get(DATABASE).destroy();
+  if (c.isBound(LOCK_DATABASE)) await c.get(LOCK_DATABASE).destroy();
   return failed;
 }

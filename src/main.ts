@@ -1,5 +1,6 @@
 import { resolveAdminToken } from './adapters/config/admin-token.js';
 import { ConfigError, loadConfig } from './adapters/config/config.js';
+import { redactUrl } from './adapters/db/database.js';
 import { JsonLogger } from './adapters/log/logger.js';
 import { startService } from './service.js';
 
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
     url: service.url,
     docsRoot: config.docsRoot,
     deploysRoot: config.deploysRoot,
-    database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'),
+    database: redactUrl(config.databaseUrl),
   });
 }
 

@@ -17,6 +17,7 @@ describe('loadConfig', () => {
       deploysRoot: resolve('var/deploys'),
       publicBase: 'http://localhost:8081',
       databaseUrl: `sqlite:${resolve('var/sitedrop.db')}`,
+      databasePoolMax: 10,
       maxUploadBytes: 104_857_600,
       releasesKeep: 5,
       maxExtractedBytes: 1_073_741_824,
@@ -43,6 +44,7 @@ describe('loadConfig', () => {
     ['PUBLIC_BASE', 'not a url'],
     ['PUBLIC_BASE', 'ftp://x'],
     ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_POOL_MAX', '0'],
     ['ADMIN_TOKEN', 'short'],
     ['SHUTDOWN_GRACE_SECONDS', '1h'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {

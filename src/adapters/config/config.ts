@@ -10,6 +10,7 @@ export interface Config {
   readonly deploysRoot: string;
   readonly publicBase: string;
   readonly databaseUrl: string;
+  readonly databasePoolMax: number;
   readonly maxUploadBytes: number;
   readonly releasesKeep: number;
   readonly maxExtractedBytes: number;
@@ -66,7 +67,15 @@ function databaseUrl(env: Env, dataDir: string): string {
   const raw = env.DATABASE_URL;
   if (raw === undefined || raw === '') return `sqlite:${resolve(dataDir, 'sitedrop.db')}`;
   if (/^sqlite:.+/.test(raw)) return raw;
-  throw new ConfigError('DATABASE_URL', 'sqlite:<path>', raw);
+  if (/^postgres(ql)?:\/\/.+/.test(raw)) {
+    try {
+      new URL(raw);
+      return raw;
+    } catch {
+      // falls through to the error below
+    }
+  }
+  throw new ConfigError('DATABASE_URL', 'sqlite:<path> or postgres://user@host:port/database', raw.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@'));
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -82,6 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     deploysRoot: path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys')),
     publicBase: publicBase(env),
     databaseUrl: databaseUrl(env, dataDir),
+    databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 104_857_600, 1),
     releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
     maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),

@@ -1,16 +1,27 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
 import { migrateToLatest } from './migrations.js';
 import type { Schema } from './schema.js';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+export function databaseKind(url: string): DatabaseKind {
+  return /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
+}
+
+/** The URL with any password masked, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@');
+}
 
 function sqlitePath(url: string): string {
   return url.replace(/^sqlite:(\/\/)?/, '');
 }
 
-/** Opens the database named by DATABASE_URL and brings its schema up to date. */
-export async function openDatabase(url: string): Promise<Kysely<Schema>> {
+function openSqlite(url: string): Kysely<Schema> {
   const file = sqlitePath(url);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
@@ -18,12 +29,30 @@ export async function openDatabase(url: string): Promise<Kysely<Schema>> {
   // FULL: a token handed out is a token kept, even across a power loss.
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
+}
+
+/** A pg pool that reports a dead server on the next query instead of crashing the process. */
+export function postgresPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  // An idle client whose server went away emits 'error' here; unheard, it would crash the
+  // process. The next query on the pool fails and is answered with the spec's 500.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Opens the database named by DATABASE_URL and brings its schema up to date. */
+export async function openDatabase(url: string, options: { poolMax: number } = { poolMax: 10 }): Promise<Kysely<Schema>> {
+  const db =
+    databaseKind(url) === 'postgres'
+      ? new Kysely<Schema>({ dialect: new PostgresDialect({ pool: postgresPool(url, options.poolMax) }) })
+      : openSqlite(url);
   try {
+    // kysely's migrator takes a lock of its own, so replicas starting together do not race.
     await migrateToLatest(db as Kysely<unknown>);
   } catch (error) {
     await db.destroy();
-    throw error;
+    throw new Error(`cannot use the database at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
   }
   return db;
 }

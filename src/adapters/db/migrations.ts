@@ -19,7 +19,8 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(migrations) } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`database migration ${failed} failed: ${(error as Error).message ?? String(error)}`);
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    const message = (error as Error).message ?? String(error);
+    throw new Error(failed ? `migration ${failed} failed: ${message}` : message, { cause: error });
   }
 }

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { DeployLock } from '../../src/application/ports/deploy-lock.js';
+import type { ProjectName } from '../../src/domain/project-name.js';
+import type { Username } from '../../src/domain/username.js';
+
+const u = 'u' as Username;
+const p = (name: string) => name as ProjectName;
+const tick = (ms = 15) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * What every DeployLock must do. `open` may return two handles on one lock (two
+ * replicas); a single-process lock returns the same handle twice.
+ */
+export function deployLockContract(name: string, open: () => Promise<{ a: DeployLock; b: DeployLock; close(): Promise<void> }>): void {
+  describe(`DeployLock contract: ${name}`, () => {
+    const withLocks = (test: (a: DeployLock, b: DeployLock) => Promise<void>) => async () => {
+      const locks = await open();
+      try {
+        await test(locks.a, locks.b);
+      } finally {
+        await locks.close();
+      }
+    };
+
+    it('runs one project at a time across handles', withLocks(async (a, b) => {
+      let inside = 0;
+      let most = 0;
+      const job = (lock: DeployLock) => lock.withProject(u, p('site'), async () => {
+        inside += 1;
+        most = Math.max(most, inside);
+        await tick();
+        inside -= 1;
+      });
+      await Promise.all([job(a), job(b), job(a), job(b)]);
+      expect(most).toBe(1);
+    }));
+
+    it('runs different projects side by side', withLocks(async (a, b) => {
+      let inside = 0;
+      let most = 0;
+      const job = (lock: DeployLock, name: string) => lock.withProject(u, p(name), async () => {
+        inside += 1;
+        most = Math.max(most, inside);
+        await tick(40);
+        inside -= 1;
+      });
+      await Promise.all([job(a, 'one'), job(b, 'two')]);
+      expect(most).toBe(2);
+    }));
+
+    it('a user-wide job excludes that user\'s projects', withLocks(async (a, b) => {
+      const log: string[] = [];
+      const project = a.withProject(u, p('site'), async () => {
+        log.push('deploy start');
+        await tick(40);
+        log.push('deploy end');
+      });
+      await tick(10);
+      const wipe = b.withUser(u, async () => {
+        log.push('wipe');
+      });
+      await Promise.all([project, wipe]);
+      expect(log).toEqual(['deploy start', 'deploy end', 'wipe']);
+    }));
+
+    it('releases the lock when the work throws, and passes results through', withLocks(async (a, b) => {
+      await expect(a.withProject(u, p('site'), async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+      await expect(b.withProject(u, p('site'), async () => 'ok')).resolves.toBe('ok');
+    }));
+  });
+}
