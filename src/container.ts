@@ -29,7 +29,7 @@ export async function buildContainer(config: Config): Promise<Container> {
   const c = new Container();
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
-  c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot });
+  c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   const workers = new WorkerPool();
   c.bind(WORKER_POOL).toConstantValue(workers);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       releasesKeep: 5,
       maxExtractedBytes: 1_073_741_824,
       maxFiles: 50_000,
+      replicaId: expect.stringMatching(/^[A-Za-z0-9.-]{1,64}$/),
       shutdownGraceMs: 30_000,
     });
   });
@@ -47,6 +48,7 @@ describe('loadConfig', () => {
     ['DATABASE_POOL_MAX', '0'],
     ['ADMIN_TOKEN', 'short'],
     ['SHUTDOWN_GRACE_SECONDS', '1h'],
+    ['REPLICA_ID', 'a+b'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

@@ -60,7 +60,7 @@ describe('generated archives on the real release filesystem', () => {
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'sitedrop-gen-'));
     pool = new WorkerPool();
-    releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys') }, new ArchiveExtractor(pool), pool);
+    releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(pool), pool);
     await releases.removeLeftovers();
   });
   afterAll(async () => {

@@ -12,7 +12,7 @@ const children: Child[] = [];
 const dirs: string[] = [];
 
 async function service(dataDir: string, env: Record<string, string> = {}): Promise<Child> {
-  const child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env });
+  const child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1', ...env });
   children.push(child);
   return child;
 }
@@ -107,19 +107,25 @@ describe('crashes (SIGKILL) and shutdowns (SIGTERM) of the real service', () => 
     console.log(`after ${delays.length} kills the live release is ${live}`);
   });
 
-  it('on start-up removes temporary links and trash a crash left, and nothing else', async () => {
+  it('on start-up removes the temporary links and trash its own crash left, and nothing else (not another replica\'s)', async () => {
     const dataDir = await freshDataDir();
     const first = await service(dataDir);
     const token = await createUser(first.url, 'crash');
     expect((await deploy(first.url, token, 'site', versionedSite('v1', 10))).status).toBe(200);
     await kill9(first);
-    const tempLink = join(dataDir, 'docs/crash/.site.tmp-0a1b2c3d4e5f');
+    const tempLink = join(dataDir, 'docs/crash/.site.tmp+r1+0a1b2c3d4e5f');
     await symlink('/nowhere', tempLink);
-    await mkdir(join(dataDir, 'deploys/.trash/20200101T000000-abcdef/css'), { recursive: true });
-    await writeFile(join(dataDir, 'deploys/.trash/20200101T000000-abcdef/css/a.css'), 'x');
+    await mkdir(join(dataDir, 'deploys/.trash/r1+20200101T000000+abcdef/css'), { recursive: true });
+    await writeFile(join(dataDir, 'deploys/.trash/r1+20200101T000000+abcdef/css/a.css'), 'x');
+    // Another replica's work in progress on the same storage is not this one's to remove.
+    const othersLink = join(dataDir, 'docs/crash/.site.tmp+r2+0a1b2c3d4e5f');
+    await symlink('/elsewhere', othersLink);
+    await mkdir(join(dataDir, 'deploys/.staging/deploy+r2+AbCdEf'), { recursive: true });
+    await mkdir(join(dataDir, 'deploys/.trash/r2+20200101T000000+fedcba'), { recursive: true });
     const second = await service(dataDir);
-    expect(await readdir(join(dataDir, 'docs/crash'))).toEqual(['site']);
-    expect(await readdir(join(dataDir, 'deploys/.trash'))).toEqual([]);
+    expect((await readdir(join(dataDir, 'docs/crash'))).sort()).toEqual(['.site.tmp+r2+0a1b2c3d4e5f', 'site']);
+    expect(await readdir(join(dataDir, 'deploys/.trash'))).toEqual(['r2+20200101T000000+fedcba']);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual(['deploy+r2+AbCdEf']);
     expect(second.output()).toContain(tempLink);
     expect(await assertConsistent(dataDir, 'site', 10, ['v1'])).toBe('v1');
   });

@@ -62,10 +62,10 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
       const docsDir = join(dataDir, 'docs/dura');
       const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const flush = find('syncfs of the staged release', /syncfs\(/);
-      const commit = find('rename into place', new RegExp(`rename(at2?)?\\(.*\\.staging/deploy-[^"]*", .*"${esc(projectDir)}/${release}"`), flush);
+      const commit = find('rename into place', new RegExp(`rename(at2?)?\\(.*\\.staging/deploy\\+[^"]*", .*"${esc(projectDir)}/${release}"`), flush);
       const commitSync = find('fsync of the project directory', new RegExp(`f(data)?sync\\(\\d+<${esc(projectDir)}>`), commit);
-      const link = find('the new symlink', new RegExp(`symlink(at)?\\("${esc(projectDir)}/${release}/", .*"${esc(docsDir)}/\\.site\\.tmp-`), commitSync);
-      const swap = find('the link swap', new RegExp(`rename(at2?)?\\(.*"${esc(docsDir)}/\\.site\\.tmp-[0-9a-f]+", .*"${esc(docsDir)}/site"`), link);
+      const link = find('the new symlink', new RegExp(`symlink(at)?\\("${esc(projectDir)}/${release}/", .*"${esc(docsDir)}/\\.site\\.tmp\\+`), commitSync);
+      const swap = find('the link swap', new RegExp(`rename(at2?)?\\(.*"${esc(docsDir)}/\\.site\\.tmp\\+[^"]+", .*"${esc(docsDir)}/site"`), link);
       const swapSync = find('fsync of the docs directory', new RegExp(`f(data)?sync\\(\\d+<${esc(docsDir)}>`), swap);
       console.log(`trace order: syncfs@${flush} < rename@${commit} < fsync@${commitSync} < symlink@${link} < swap@${swap} < fsync@${swapSync}`);
     } finally {

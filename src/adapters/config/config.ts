@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 
 export interface Config {
@@ -15,6 +16,8 @@ export interface Config {
   readonly releasesKeep: number;
   readonly maxExtractedBytes: number;
   readonly maxFiles: number;
+  /** This replica's name on shared storage (REPLICA_ID, default the host name). */
+  readonly replicaId: string;
   /** How long SIGTERM waits for running deploys before aborting them. */
   readonly shutdownGraceMs: number;
 }
@@ -78,6 +81,13 @@ function databaseUrl(env: Env, dataDir: string): string {
   throw new ConfigError('DATABASE_URL', 'sqlite:<path> or postgres://user@host:port/database', raw.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@'));
 }
 
+function replicaId(env: Env): string {
+  const raw = env.REPLICA_ID;
+  if (raw === undefined || raw === '') return hostname().replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 64) || 'sitedrop';
+  if (!/^[A-Za-z0-9.-]{1,64}$/.test(raw)) throw new ConfigError('REPLICA_ID', '1 to 64 letters, digits, dots or hyphens', raw);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path(env, 'DATA_DIR', './var');
   const host = env.HOST ?? '0.0.0.0';
@@ -96,6 +106,7 @@ export function loadConfig(env: Env = process.env): Config {
     releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
     maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),
     maxFiles: integer(env, 'MAX_FILES', 50_000, 1, 10_000_000),
+    replicaId: replicaId(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
   };
 }

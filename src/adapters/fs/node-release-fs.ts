@@ -18,6 +18,12 @@ export interface ReleaseRoots {
   readonly docsRoot: string;
   /** Releases: <deploysRoot>/<user>/<project>/<release>/. */
   readonly deploysRoot: string;
+  /**
+   * This replica's name on shared storage: its staging areas, trash and temporary links
+   * carry it, so a replica starting up removes its own leftovers and never another's
+   * work in progress.
+   */
+  readonly replica: string;
 }
 
 export const RELEASE_ROOTS = Symbol.for('sitedrop.ReleaseRoots') as ServiceIdentifier<ReleaseRoots>;
@@ -27,7 +33,12 @@ export const WORKER_POOL = Symbol.for('sitedrop.WorkerPool') as ServiceIdentifie
 // Names no user or project can take (they must start with a letter or digit).
 const STAGING = '.staging';
 const TRASH = '.trash';
-const TEMP_LINK = /^\..+\.tmp-[0-9a-f]+$/;
+// '+' separates the replica's name: it cannot occur in one (hostname characters only).
+const mine = (replica: string) => ({
+  staging: `deploy+${replica}+`,
+  trash: `${replica}+`,
+  tempLink: new RegExp(`^\\..+\\.tmp\\+${replica.replace(/[.]/g, '\\.')}\\+[0-9a-f]+$`),
+});
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -40,6 +51,7 @@ export class NodeReleaseFs implements ReleaseFs {
   private readonly stagingRoot: string;
   private readonly trashRoot: string;
   private readonly trash: TrashCollector;
+  private readonly names: ReturnType<typeof mine>;
   private prepared: Promise<boolean> | undefined;
 
   constructor(
@@ -49,12 +61,13 @@ export class NodeReleaseFs implements ReleaseFs {
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.trashRoot = join(roots.deploysRoot, TRASH);
-    this.trash = new TrashCollector(this.trashRoot, workers);
+    this.names = mine(roots.replica);
+    this.trash = new TrashCollector(this.trashRoot, this.names.trash, workers);
   }
 
   async stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     const needsChmod = await this.prepare();
-    const dir = await mkdtemp(join(this.stagingRoot, 'deploy-'));
+    const dir = await mkdtemp(join(this.stagingRoot, this.names.staging));
     try {
       const extracted = await this.extractor.extract(archive, dir, limits, needsChmod, signal);
       await chmod(dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
@@ -82,7 +95,7 @@ export class NodeReleaseFs implements ReleaseFs {
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const linkDir = join(this.roots.docsRoot, user);
     await mkdirDurable(linkDir);
-    const temporary = join(linkDir, `.${project}.tmp-${randomBytes(6).toString('hex')}`);
+    const temporary = join(linkDir, `.${project}.tmp+${this.roots.replica}+${randomBytes(6).toString('hex')}`);
     await symlink(`${join(this.projectDir(user, project), id)}/`, temporary);
     try {
       // rename(2) replaces the old link atomically: no request ever sees a missing site.
@@ -129,6 +142,7 @@ export class NodeReleaseFs implements ReleaseFs {
     await this.prepare();
     const removed: string[] = [];
     for (const name of await readdir(this.stagingRoot)) {
+      if (!name.startsWith(this.names.staging)) continue;
       const path = join(this.stagingRoot, name);
       await removeTree(this.workers, path);
       removed.push(path);
@@ -137,7 +151,7 @@ export class NodeReleaseFs implements ReleaseFs {
     for (const user of await readdir(this.roots.docsRoot, { withFileTypes: true })) {
       if (!user.isDirectory()) continue;
       for (const name of await readdir(join(this.roots.docsRoot, user.name))) {
-        if (!TEMP_LINK.test(name)) continue;
+        if (!this.names.tempLink.test(name)) continue;
         const path = join(this.roots.docsRoot, user.name, name);
         await unlink(path);
         removed.push(path);
@@ -161,7 +175,7 @@ export class NodeReleaseFs implements ReleaseFs {
    * half-deleted tree only in the trash (emptied at start-up), never a partial release.
    */
   private async throwAway(path: string): Promise<void> {
-    const doomed = join(this.trashRoot, `${basename(path)}-${randomBytes(6).toString('hex')}`);
+    const doomed = join(this.trashRoot, `${this.names.trash}${basename(path)}+${randomBytes(6).toString('hex')}`);
     try {
       await rename(path, doomed);
     } catch (error) {
@@ -177,10 +191,11 @@ export class NodeReleaseFs implements ReleaseFs {
    */
   private prepare(): Promise<boolean> {
     this.prepared ??= (async () => {
+      // mkdir -p of the roots: on shared storage another replica may create them first.
       for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.trashRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
       }
-      const probe = join(this.stagingRoot, `.umask-probe-${process.pid}`);
+      const probe = join(this.stagingRoot, `.umask-probe+${this.roots.replica}+${process.pid}`);
       const handle = await open(probe, 'w', 0o644);
       await handle.close();
       const mode = (await stat(probe)).mode & 0o777;

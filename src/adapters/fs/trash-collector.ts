@@ -15,6 +15,8 @@ export class TrashCollector {
 
   constructor(
     private readonly trashRoot: string,
+    /** Only names starting with this are this replica's to empty at start-up. */
+    private readonly prefix: string,
     private readonly workers: WorkerPool,
   ) {}
 
@@ -36,7 +38,7 @@ export class TrashCollector {
   /** Empties whatever is in the trash now (a crash's leftovers); returns what it removed. */
   async emptyNow(): Promise<string[]> {
     await this.drain();
-    const names = await readdir(this.trashRoot);
+    const names = (await readdir(this.trashRoot)).filter((name) => name.startsWith(this.prefix));
     for (const name of names) await removeTree(this.workers, join(this.trashRoot, name));
     return names.map((name) => join(this.trashRoot, name));
   }
