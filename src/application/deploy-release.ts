@@ -6,6 +6,7 @@ import type { Username } from '../domain/username.js';
 import { PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
@@ -30,6 +31,8 @@ export interface Deployed {
   readonly pruned: ReleaseId[];
   /** Set when the release went live but removing old ones failed. */
   readonly pruneError?: Error;
+  /** Set when the release went live but its deploy record could not be written. */
+  readonly recordError?: Error;
   /** Milliseconds spent unpacking (upload included), waiting for the lock, publishing, pruning. */
   readonly timings: { readonly stage: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
 }
@@ -48,6 +51,7 @@ export class DeployRelease {
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PruneReleases) private readonly prune: PruneReleases,
+    @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
   ) {}
 
   async execute(input: DeployInput): Promise<Deployed> {
@@ -109,6 +113,10 @@ export class DeployRelease {
         await this.releases.activate(user, project, release);
         live = true;
         const swapped = ms();
+        // The site is live now: a record that cannot be written is reported, not a failed deploy.
+        const recorded = await this.records
+          .record({ user, project, release, bytes: staged.bytes, files: staged.files, createdAt: this.clock.now() })
+          .then(() => undefined, (error: unknown) => error as Error);
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
         const timings = { stage, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
@@ -121,6 +129,7 @@ export class DeployRelease {
           compressedBytes: staged.compressedBytes,
           pruned: Array.isArray(pruned) ? pruned : [],
           ...(pruned instanceof Error ? { pruneError: pruned } : {}),
+          ...(recorded ? { recordError: recorded } : {}),
           timings,
         };
       });

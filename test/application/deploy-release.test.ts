@@ -5,7 +5,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { ArchiveRejected, DeployAborted, InvalidProjectName, MissingArchive, Unauthorized } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -15,10 +15,11 @@ async function world(keep = 3) {
   const releases = new InMemoryReleaseFs();
   const clock = new FixedClock();
   const settings = { releasesKeep: keep, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deploy = new DeployRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings));
+  const records = new InMemoryDeployRecords();
+  const deploy = new DeployRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings), records);
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
-  return { tokens, releases, clock, run, deploy };
+  return { tokens, releases, clock, run, deploy, records };
 }
 
 describe('DeployRelease', () => {
@@ -28,6 +29,15 @@ describe('DeployRelease', () => {
     expect(result).toMatchObject({ user: 'alice', project: 'docs', release: '20260501T120000', pruned: [] });
     expect(w.releases.live.get('alice/docs')).toBe('20260501T120000');
     expect(w.releases.staged.size).toBe(0);
+    expect(w.records.entries).toEqual([{ user: 'alice', project: 'docs', release: '20260501T120000', bytes: 11, files: 1, createdAt: w.clock.current }]);
+  });
+
+  it('a deploy record that cannot be written is reported, and the deploy still stands', async () => {
+    const w = await world();
+    w.records.failing = true;
+    const result = await w.run('site');
+    expect(result.recordError?.message).toBe('database gone');
+    expect(w.releases.live.get('alice/docs')).toBe(result.release);
   });
 
   it('gives deploys within one second distinct, increasing ids', async () => {
@@ -80,6 +90,7 @@ describe('DeployRelease', () => {
     const w = await world();
     const first = await w.run('site');
     await expect(w.run('REJECT: path contains ..')).rejects.toBeInstanceOf(ArchiveRejected);
+    expect(w.records.entries).toHaveLength(1);
     expect(w.releases.live.get('alice/docs')).toBe(first.release);
     expect(await w.releases.releases(alice, 'docs' as never)).toEqual([first.release]);
     expect(w.releases.staged.size).toBe(0);

@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/application/ports/clock.js';
+import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
 import type { ReleaseFs, StagedRelease } from '../../src/application/ports/release-fs.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
@@ -102,6 +103,20 @@ export class InMemoryReleaseFs implements ReleaseFs {
     const removed = [...this.staged];
     this.staged.clear();
     return removed;
+  }
+}
+
+export class InMemoryDeployRecords implements DeployRecords {
+  readonly entries: DeployRecord[] = [];
+  failing = false;
+
+  async record(entry: DeployRecord): Promise<void> {
+    if (this.failing) throw new Error('database gone');
+    this.entries.push(entry);
+  }
+
+  async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
+    return this.entries.filter((e) => e.user === user && e.project === project).sort((a, b) => b.release.localeCompare(a.release));
   }
 }
 

@@ -187,6 +187,10 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       expect(await readlink(join(h.docsRoot, 'dev/site'))).toBe(`${join(h.deploysRoot, 'dev/site', release)}/`);
       expect(await readFile(join(h.docsRoot, 'dev/site/index.html'), 'utf8')).toBe('<h1>one</h1>');
       expect(await readFile(join(h.docsRoot, 'dev/site/css/site.css'), 'utf8')).toBe('body{}');
+      const db = new Database(join(h.root, 'sitedrop.db'), { readonly: true });
+      const row = db.prepare('select * from deploys where username = ? and project = ?').get('dev', 'site');
+      db.close();
+      expect(row).toEqual({ username: 'dev', project: 'site', release, bytes: 18, files: 2, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     });
 
     it('publishes a ./-prefixed GNU tar archive at the release root', async () => {

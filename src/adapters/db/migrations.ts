@@ -13,6 +13,20 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-23-002-deploys': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('deploys')
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('project', 'varchar(64)', (c) => c.notNull())
+        .addColumn('release', 'varchar(15)', (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addColumn('files', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('deploys_pk', ['username', 'project', 'release'])
+        .execute();
+    },
+  },
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -1,3 +1,5 @@
+import type { ColumnType } from 'kysely';
+
 /** Row shapes as kysely sees them; timestamps are ISO-8601 UTC text in both backends. */
 export interface UsersTable {
   username: string;
@@ -7,6 +9,17 @@ export interface UsersTable {
   updated_at: string;
 }
 
+export interface DeploysTable {
+  username: string;
+  project: string;
+  release: string;
+  /** bigint: PostgreSQL hands it back as text, SQLite as a number. */
+  bytes: ColumnType<string | number, number, never>;
+  files: number;
+  created_at: string;
+}
+
 export interface Schema {
   users: UsersTable;
+  deploys: DeploysTable;
 }

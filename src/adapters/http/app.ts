@@ -154,6 +154,7 @@ export function createApp(deps: HttpDeps): express.Express {
         }
       });
       if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
+      if (deployed.recordError) logger.error('recording the deploy failed', { user, project: deployed.project, error: deployed.recordError.message });
       logger.info('deployed', {
         user,
         project: deployed.project,

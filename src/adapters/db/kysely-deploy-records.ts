@@ -1,0 +1,45 @@
+import { inject, injectable } from 'inversify';
+import type { Kysely } from 'kysely';
+import type { DeployRecord, DeployRecords } from '../../application/ports/deploy-records.js';
+import type { ProjectName } from '../../domain/project-name.js';
+import type { ReleaseId } from '../../domain/release-id.js';
+import type { Username } from '../../domain/username.js';
+import { DATABASE } from './kysely-token-store.js';
+import type { Schema } from './schema.js';
+
+@injectable()
+export class KyselyDeployRecords implements DeployRecords {
+  constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
+
+  async record(entry: DeployRecord): Promise<void> {
+    await this.db
+      .insertInto('deploys')
+      .values({
+        username: entry.user,
+        project: entry.project,
+        release: entry.release,
+        bytes: entry.bytes,
+        files: entry.files,
+        created_at: entry.createdAt.toISOString(),
+      })
+      .execute();
+  }
+
+  async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
+    const rows = await this.db
+      .selectFrom('deploys')
+      .selectAll()
+      .where('username', '=', user)
+      .where('project', '=', project)
+      .orderBy('release', 'desc')
+      .execute();
+    return rows.map((row) => ({
+      user: row.username as Username,
+      project: row.project as ProjectName,
+      release: row.release as ReleaseId,
+      bytes: Number(row.bytes),
+      files: row.files,
+      createdAt: new Date(row.created_at),
+    }));
+  }
+}

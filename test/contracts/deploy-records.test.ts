@@ -1,0 +1,67 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { DeployRecords } from '../../src/application/ports/deploy-records.js';
+import { openDatabase } from '../../src/adapters/db/database.js';
+import { KyselyDeployRecords } from '../../src/adapters/db/kysely-deploy-records.js';
+import type { ProjectName } from '../../src/domain/project-name.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import type { Username } from '../../src/domain/username.js';
+import { InMemoryDeployRecords } from '../application/fakes.js';
+import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+
+const entry = (release: string, bytes = 5_000_000_000) => ({
+  user: 'alice' as Username,
+  project: 'docs' as ProjectName,
+  release: release as ReleaseId,
+  bytes,
+  files: 42,
+  createdAt: new Date('2026-11-23T12:00:00.000Z'),
+});
+
+function deployRecordsContract(name: string, open: () => Promise<{ records: DeployRecords; close(): Promise<void> }>): void {
+  describe(`DeployRecords contract: ${name}`, () => {
+    it('keeps each deploy, newest first, with sizes over 4 GiB intact', async () => {
+      const { records, close } = await open();
+      try {
+        await records.record(entry('20261123T120000'));
+        await records.record(entry('20261123T120005', 7));
+        await records.record({ ...entry('20261123T120001'), project: 'other' as ProjectName });
+        const kept = await records.forProject('alice' as Username, 'docs' as ProjectName);
+        expect(kept.map((r) => r.release)).toEqual(['20261123T120005', '20261123T120000']);
+        expect(kept[1]).toEqual(entry('20261123T120000'));
+      } finally {
+        await close();
+      }
+    });
+  });
+}
+
+deployRecordsContract('in-memory fake', async () => ({ records: new InMemoryDeployRecords(), close: async () => undefined }));
+
+deployRecordsContract('sqlite file', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sitedrop-records-'));
+  const db = await openDatabase(`sqlite:${join(dir, 'sitedrop.db')}`);
+  return {
+    records: new KyselyDeployRecords(db),
+    close: async () => {
+      await db.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+if (PG_URL) {
+  deployRecordsContract('postgresql server', async () => {
+    const database = await freshPostgresDatabase();
+    const db = await openDatabase(database.url);
+    return {
+      records: new KyselyDeployRecords(db),
+      close: async () => {
+        await db.destroy();
+        await database.drop();
+      },
+    };
+  });
+}
