@@ -13,6 +13,8 @@ export async function snapshot(root: string): Promise<Record<string, string>> {
       return;
     }
     for (const name of names.sort()) {
+      // SQLite's shared-memory index changes on reads (reader marks); it holds no data.
+      if (name.endsWith('.db-shm')) continue;
       const path = join(dir, name);
       const info = await lstat(path);
       const key = relative(root, path);
