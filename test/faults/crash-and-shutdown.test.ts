@@ -3,7 +3,7 @@ import { mkdtemp, mkdir, readdir, readlink, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startChild, type Child } from '../support/child-service.js';
+import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowUpload, until } from '../support/slow-upload.js';
 
@@ -28,13 +28,6 @@ async function createUser(url: string, name: string): Promise<string> {
   return ((await r.json()) as { token: string }).token;
 }
 
-async function deploy(url: string, token: string, project: string, archive: Buffer) {
-  const form = new FormData();
-  form.append('project', project);
-  form.append('file', new Blob([archive]), 'site.tgz');
-  const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
-  return { status: r.status, body: (await r.json()) as Record<string, string> };
-}
 
 async function kill9(child: Child): Promise<void> {
   child.process.kill('SIGKILL');

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startChild, type Child } from '../support/child-service.js';
+import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
 import { gzipBombOfZeros, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
 import { file, tgz } from '../support/tar-builder.js';
 
@@ -15,13 +15,6 @@ function peakRssMiB(pid: number): number {
   return Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024;
 }
 
-async function deploy(url: string, token: string, project: string, archive: Buffer) {
-  const form = new FormData();
-  form.append('project', project);
-  form.append('file', new Blob([archive]), 'site.tgz');
-  const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
-  return { status: r.status, body: (await r.json()) as Record<string, string> };
-}
 
 describe('resource limits at their defaults, in a child service whose memory is measured', () => {
   let child: Child;

@@ -1,6 +1,7 @@
 import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'node:http';
 import { multipart, rawRequest } from '../support/raw-http.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
@@ -72,6 +73,31 @@ describe('uploads that go wrong (real server, real directories)', () => {
     });
     expect(r.status).toBe(401);
     expect(r.continued).toBe(false);
+  });
+
+  it('a client still uploading when refused reads the refusal, and can keep writing', async () => {
+    const body = multipart('late', [{ name: 'project', body: 'site' }, { name: 'file', filename: 's.tgz', body: Buffer.alloc(2 * 1024 * 1024, 1) }]);
+    const outcome = await new Promise<{ status: number; writeError?: string }>((resolve) => {
+      const req = request(`${h.url}/api/v1/deploy`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${'B'.repeat(32)}`, 'content-type': 'multipart/form-data; boundary=late', 'content-length': String(body.length) },
+      });
+      let status = 0;
+      let writeError: string | undefined;
+      req.on('error', (error) => {
+        writeError = error.message;
+        resolve({ status, writeError });
+      });
+      req.on('response', (res) => {
+        status = res.statusCode ?? 0;
+        res.resume();
+        // The answer is in; a slow uploader only now sends the rest of its body.
+        setTimeout(() => req.end(body.subarray(64 * 1024), () => setTimeout(() => resolve({ status, writeError }), 100)), 100);
+      });
+      req.write(body.subarray(0, 64 * 1024));
+    });
+    expect(outcome).toEqual({ status: 401, writeError: undefined });
+    expect((await h.call('GET', '/api/v1/status')).status).toBe(200);
   });
 
   it('deleting a user while one of their deploys runs leaves no half-deleted tree', async () => {

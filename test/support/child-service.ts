@@ -54,3 +54,12 @@ export function runToExit(env: Record<string, string>): Promise<{ code: number |
     });
   });
 }
+
+/** A deploy as a client makes it, against any running service. */
+export async function deployTo(url: string, token: string, project: string, archive: Buffer): Promise<{ status: number; body: Record<string, string> }> {
+  const form = new FormData();
+  form.append('project', project);
+  form.append('file', new Blob([archive]), 'site.tgz');
+  const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  return { status: r.status, body: (await r.json()) as Record<string, string> };
+}

@@ -72,14 +72,17 @@ export function createApp(deps: HttpDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  // Whatever ends a request early, never leave the client's upload hanging: read what
-  // is left for a moment (so it sees our answer, not a reset), then close.
+  // An answer sent before the body was read (401, 413, a refused archive) must reach a
+  // client that is still sending: closing the socket makes its next write fail and it
+  // never reads the answer. So the rest of the body is read and dropped; a body that has
+  // not ended 5 s later (a huge or stalled upload) has its connection closed.
   app.use((req, res, next) => {
     res.on('finish', () => {
       if (!bodyPending(req)) return;
       req.unpipe();
+      const timer = setTimeout(() => req.socket.destroy(), 5000).unref();
+      req.once('end', () => clearTimeout(timer));
       req.resume();
-      setTimeout(() => req.socket.destroy(), 5000).unref();
     });
     next();
   });
@@ -183,7 +186,6 @@ export function createApp(deps: HttpDeps): express.Express {
     const answer = toErrorResponse(error, fallbackMessage);
     if (!answer.expected) logger.error('request failed', { method: req.method, path: req.path, error: (error as Error)?.message ?? String(error) });
     if (res.headersSent || req.socket.destroyed) return;
-    if (bodyPending(req)) res.set('Connection', 'close');
     res.status(answer.status).json(answer.body);
   });
 
