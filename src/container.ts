@@ -5,7 +5,12 @@ import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
+import { DeleteProject } from './application/delete-project.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListProjects } from './application/list-projects.js';
+import { ListReleases } from './application/list-releases.js';
+import { ListUsers } from './application/list-users.js';
+import { RollbackRelease } from './application/rollback-release.js';
 import { CLOCK } from './application/ports/clock.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
@@ -52,7 +57,7 @@ export async function buildContainer(config: Config): Promise<Container> {
     releasesKeep: config.releasesKeep,
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
   });
-  for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers]) {
+  for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

@@ -4,7 +4,12 @@ import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
+import { DeleteProject } from './application/delete-project.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListProjects } from './application/list-projects.js';
+import { ListReleases } from './application/list-releases.js';
+import { ListUsers } from './application/list-users.js';
+import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
@@ -34,6 +39,11 @@ export async function startService(config: Config, adminToken: string, logger: L
     authenticate: container.get(AuthenticateUser),
     deploy: container.get(DeployRelease),
     deploys,
+    listProjects: container.get(ListProjects),
+    listReleases: container.get(ListReleases),
+    rollback: container.get(RollbackRelease),
+    deleteProject: container.get(DeleteProject),
+    listUsers: container.get(ListUsers),
     logger,
   });
   const server: Server = createServer(app);

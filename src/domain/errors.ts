@@ -68,3 +68,25 @@ export class DeployAborted extends DomainError {
     super(reason);
   }
 }
+
+export class ProjectNotFound extends DomainError {
+  readonly code = 'project_not_found';
+  constructor() {
+    super('project not found');
+  }
+}
+
+export class ReleaseNotFound extends DomainError {
+  readonly code = 'release_not_found';
+  constructor() {
+    super('release not found');
+  }
+}
+
+/** A rollback with no release named, when none is older than the live one. */
+export class NothingToRollBackTo extends DomainError {
+  readonly code = 'nothing_to_roll_back_to';
+  constructor() {
+    super('no release older than the live one');
+  }
+}

@@ -31,6 +31,10 @@ export class InMemoryTokenStore implements TokenStore {
   async remove(user: Username): Promise<boolean> {
     return this.users.delete(user);
   }
+
+  async usernames(): Promise<Username[]> {
+    return [...this.users.keys()].sort();
+  }
 }
 
 /**
@@ -92,6 +96,17 @@ export class InMemoryReleaseFs implements ReleaseFs {
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     this.tree.get(`${user}/${project}`)?.delete(id);
+  }
+
+  async projects(user: Username): Promise<ProjectName[]> {
+    const names = new Set<string>();
+    for (const key of [...this.tree.keys(), ...this.live.keys()]) if (key.startsWith(`${user}/`)) names.add(key.slice(user.length + 1));
+    return [...names].sort() as ProjectName[];
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    this.live.delete(`${user}/${project}`);
+    this.tree.delete(`${user}/${project}`);
   }
 
   async removeUserFiles(user: Username): Promise<void> {

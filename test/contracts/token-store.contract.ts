@@ -54,6 +54,12 @@ export function tokenStoreContract(name: string, open: () => Promise<StoreFixtur
       expect(working).toEqual(['carol']);
     }));
 
+    it('lists usernames in order', withStore(async ({ store }) => {
+      await store.save(user('zed'), t('z'));
+      await store.save(user('amy'), t('y'));
+      expect(await store.usernames()).toEqual(['amy', 'zed']);
+    }));
+
     it('keeps users across a new connection', withStore(async ({ store, reopen }) => {
       await store.save(user('dave'), t('h'));
       if (!reopen) return;

@@ -35,6 +35,11 @@ export class KyselyTokenStore implements TokenStore {
     return row !== undefined;
   }
 
+  async usernames(): Promise<Username[]> {
+    const rows = await this.db.selectFrom('users').select('username').orderBy('username').execute();
+    return rows.map((row) => row.username as Username);
+  }
+
   async remove(user: Username): Promise<boolean> {
     const result = await this.db.deleteFrom('users').where('username', '=', user).executeTakeFirst();
     return result.numDeletedRows > 0n;

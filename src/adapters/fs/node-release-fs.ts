@@ -6,6 +6,7 @@ import type { ReleaseFs, StagedRelease } from '../../application/ports/release-f
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
+import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
@@ -129,6 +130,28 @@ export class NodeReleaseFs implements ReleaseFs {
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     await this.throwAway(join(this.projectDir(user, project), id));
+  }
+
+  async projects(user: Username): Promise<ProjectName[]> {
+    const names = new Set<string>();
+    for (const root of [this.roots.deploysRoot, this.roots.docsRoot]) {
+      try {
+        for (const name of await readdir(join(root, user))) if (isResourceName(name)) names.add(name);
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return [...names].sort() as ProjectName[];
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    try {
+      await unlink(join(this.roots.docsRoot, user, project));
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+    await fsyncDirectory(join(this.roots.docsRoot, user)).catch(() => undefined);
+    await this.throwAway(this.projectDir(user, project));
   }
 
   async removeUserFiles(user: Username): Promise<void> {

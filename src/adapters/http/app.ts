@@ -3,7 +3,13 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { AuthenticateUser } from '../../application/authenticate-user.js';
 import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
 import type { DeleteUser, FilesMode } from '../../application/delete-user.js';
+import type { DeleteProject } from '../../application/delete-project.js';
 import type { DeployRelease } from '../../application/deploy-release.js';
+import type { ListProjects } from '../../application/list-projects.js';
+import type { ListReleases } from '../../application/list-releases.js';
+import type { ListUsers } from '../../application/list-users.js';
+import type { RollbackRelease } from '../../application/rollback-release.js';
+import type { Username } from '../../domain/username.js';
 import { siteUrl } from '../../domain/site-url.js';
 import { tokensEqual } from '../crypto/token-hash.js';
 import type { Logger } from '../log/logger.js';
@@ -26,6 +32,11 @@ export interface HttpDeps {
   readonly authenticate: AuthenticateUser;
   readonly deploy: DeployRelease;
   readonly deploys: DeployTracker;
+  readonly listProjects: ListProjects;
+  readonly listReleases: ListReleases;
+  readonly rollback: RollbackRelease;
+  readonly deleteProject: DeleteProject;
+  readonly listUsers: ListUsers;
   readonly logger: Logger;
 }
 
@@ -57,6 +68,16 @@ function usernameOf(body: unknown): string {
   const { username } = body as { username?: unknown };
   if (typeof username !== 'string') throw new InvalidRequestBody();
   return username;
+}
+
+/** An optional JSON object with an optional string `release`. */
+function releaseOf(body: unknown): string | undefined {
+  if (body === undefined) return undefined;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidRequestBody();
+  const { release } = body as { release?: unknown };
+  if (release === undefined) return undefined;
+  if (typeof release !== 'string') throw new InvalidRequestBody();
+  return release;
 }
 
 function filesModeOf(body: unknown): FilesMode {
@@ -176,6 +197,71 @@ export function createApp(deps: HttpDeps): express.Express {
       });
     })
     .all(methodNotAllowed('POST'));
+
+  const signedIn = async (req: Request): Promise<Username> => deps.authenticate.execute(bearerToken(req));
+  const project = (req: Request): string => String(req.params.project);
+
+  app
+    .route('/api/v1/projects')
+    .get(fallback('failed to list projects'), async (req: Request, res: Response) => {
+      const user = await signedIn(req);
+      const projects = await deps.listProjects.execute(user);
+      res.json({
+        status: 'ok',
+        projects: projects.map((p) => ({
+          name: p.project,
+          url: siteUrl(settings.publicBase, user, p.project),
+          live: p.live ?? null,
+          releases: p.releases,
+          lastDeployAt: p.lastDeployAt?.toISOString() ?? null,
+        })),
+      });
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/api/v1/projects/:project/releases')
+    .get(fallback('failed to list releases'), async (req: Request, res: Response) => {
+      const user = await signedIn(req);
+      const releases = await deps.listReleases.execute(user, project(req));
+      res.json({
+        status: 'ok',
+        project: project(req),
+        releases: releases.map((r) => ({ id: r.release, live: r.live, createdAt: r.createdAt.toISOString(), bytes: r.bytes ?? null, files: r.files ?? null })),
+      });
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/api/v1/projects/:project/rollback')
+    .post(fallback('rollback failed'), async (req: Request, res: Response, next: NextFunction) => {
+      // Signed in before the body is read, like every other route.
+      res.locals.user = await signedIn(req);
+      next();
+    }, jsonBody, async (req: Request, res: Response) => {
+      const user = res.locals.user as Username;
+      const rolled = await deps.rollback.execute(user, project(req), releaseOf(req.body));
+      logger.info('rolled back', { user, project: project(req), release: rolled.release, previous: rolled.previous });
+      res.json({ status: 'ok', project: project(req), release: rolled.release, previous: rolled.previous ?? null });
+    })
+    .all(methodNotAllowed('POST'));
+
+  app
+    .route('/api/v1/projects/:project')
+    .delete(fallback('failed to delete project'), async (req: Request, res: Response) => {
+      const user = await signedIn(req);
+      await deps.deleteProject.execute(user, project(req));
+      logger.info('project deleted', { user, project: project(req) });
+      res.json({ status: 'ok' });
+    })
+    .all(methodNotAllowed('DELETE'));
+
+  app
+    .route('/api/v1/users')
+    .get(fallback('failed to list users'), admin, async (_req: Request, res: Response) => {
+      res.json({ status: 'ok', users: await deps.listUsers.execute() });
+    })
+    .all(methodNotAllowed('GET, HEAD'));
 
   app.use(() => {
     throw new NotFound();

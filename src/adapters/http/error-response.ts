@@ -6,6 +6,9 @@ import {
   InvalidReleaseId,
   InvalidUsername,
   MissingArchive,
+  NothingToRollBackTo,
+  ProjectNotFound,
+  ReleaseNotFound,
   Unauthorized,
   UserNotFound,
 } from '../../domain/errors.js';
@@ -43,6 +46,9 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof InvalidReleaseId) return respond(400, 'invalid release id');
     if (error instanceof MissingArchive) return respond(400, 'missing or invalid file');
     if (error instanceof Unauthorized) return respond(401, 'unauthorized');
+    if (error instanceof ProjectNotFound) return respond(404, 'project not found');
+    if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
+    if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
     // The spec answers an unknown user with 500, not 404.
     if (error instanceof UserNotFound) return respond(500, 'user not found');
     if (error instanceof ArchiveRejected) return respond(500, `failed to extract tarball: ${error.reason}`);

@@ -29,6 +29,10 @@ export interface ReleaseFs {
   releases(user: Username, project: ProjectName): Promise<ReleaseId[]>;
   liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined>;
   removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void>;
+  /** The user's projects that have releases or a live link. */
+  projects(user: Username): Promise<ProjectName[]>;
+  /** Removes the live link first (the site stops being served), then every release. */
+  removeProject(user: Username, project: ProjectName): Promise<void>;
   removeUserFiles(user: Username): Promise<void>;
   /** Removes what a crash can leave behind (staging areas, temporary links); returns what it removed. */
   removeLeftovers(): Promise<string[]>;

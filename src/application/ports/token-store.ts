@@ -10,6 +10,8 @@ export interface TokenStore {
   exists(user: Username): Promise<boolean>;
   /** False when there was no such user. */
   remove(user: Username): Promise<boolean>;
+  /** Every username, in order; never tokens. */
+  usernames(): Promise<Username[]>;
 }
 
 export const TOKEN_STORE = Symbol.for('sitedrop.TokenStore') as ServiceIdentifier<TokenStore>;
