@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+/**
+ * `sitedrop`: deploy a folder or a .tar.gz in one command, see releases, roll back, and
+ * administer users. A driving adapter like the HTTP one, except that it speaks HTTP to
+ * the server rather than calling use cases: it works against any sitedrop anywhere.
+ * Exit codes: 0 success, 1 the server refused (its message printed), 2 a usage error.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { SingleBar } from 'cli-progress';
+import { Command, CommanderError } from 'commander';
+import { ApiClient, ServerError, type Json } from './api-client.js';
+import { packFolder, UsageError } from './site-archive.js';
+
+const out = (line: string): void => void process.stdout.write(`${line}\n`);
+const err = (line: string): void => void process.stderr.write(`${line}\n`);
+const megabytes = (n: number): string => `${(n / 1e6).toFixed(1)} MB`;
+
+interface Globals {
+  server: string;
+  token?: string;
+}
+
+function client(command: Command, tokenVariable: 'SITEDROP_TOKEN' | 'SITEDROP_ADMIN_TOKEN'): ApiClient {
+  const { server, token } = command.optsWithGlobals<Globals>();
+  const chosen = token ?? process.env[tokenVariable];
+  if (!chosen) throw new UsageError(`no token: pass --token or set ${tokenVariable}`);
+  return new ApiClient(server, chosen);
+}
+
+/** A bar on a terminal; on anything else (a CI log) plain lines without escape codes. */
+function progress(): { update(sent: number): void; stop(sent: number, ms: number): void } {
+  if (process.stderr.isTTY) {
+    const bar = new SingleBar({ format: 'uploading {sent} at {rate}', stream: process.stderr, hideCursor: true }, undefined);
+    const started = Date.now();
+    bar.start(1, 0, { sent: megabytes(0), rate: '-' });
+    return {
+      update: (sent) => bar.update(0, { sent: megabytes(sent), rate: `${megabytes((sent / Math.max(1, Date.now() - started)) * 1000)}/s` }),
+      stop: () => bar.stop(),
+    };
+  }
+  err('uploading...');
+  return { update: () => undefined, stop: (sent, ms) => err(`sent ${megabytes(sent)} in ${(ms / 1000).toFixed(1)} s`) };
+}
+
+async function deploy(path: string, options: { project: string; json?: boolean }, command: Command): Promise<void> {
+  const api = client(command, 'SITEDROP_TOKEN');
+  const info = await stat(path).catch(() => {
+    throw new UsageError(`${path} does not exist`);
+  });
+  let archive: Readable;
+  if (info.isDirectory()) {
+    const packed = await packFolder(path);
+    for (const warning of packed.warnings) err(`warning: ${warning}`);
+    archive = packed.stream;
+  } else if (/\.(tar\.gz|tgz)$/.test(path)) {
+    archive = createReadStream(path);
+  } else {
+    throw new UsageError(`${path} is neither a folder nor a .tar.gz file`);
+  }
+  const bar = progress();
+  const started = Date.now();
+  let sent = 0;
+  const result = await api.deploy(options.project, archive, (n) => bar.update((sent = n)));
+  bar.stop(sent, Date.now() - started);
+  if (options.json) out(JSON.stringify(result));
+  else {
+    out(`deployed ${String(result.project)}: release ${String(result.release)}`);
+    out(String(result.url));
+  }
+}
+
+function print(json: boolean | undefined, result: Json, lines: () => string[]): void {
+  if (json) out(JSON.stringify(result));
+  else for (const line of lines()) out(line);
+}
+
+export function program(): Command {
+  const cli = new Command('sitedrop')
+    .description('Publish static sites to a sitedrop server.')
+    .option('--server <url>', 'the sitedrop server (or SITEDROP_URL)', process.env.SITEDROP_URL ?? 'http://localhost:8080')
+    .option('--token <token>', 'your token (or SITEDROP_TOKEN; for admin commands SITEDROP_ADMIN_TOKEN)')
+    .exitOverride()
+    .showHelpAfterError();
+
+  cli
+    .command('deploy <folder-or-tarball>')
+    .description('deploy a folder (its contents become the site root) or a .tar.gz')
+    .requiredOption('--project <name>', 'the project to deploy to')
+    .option('--json', "print the server's response")
+    .action(deploy);
+
+  cli
+    .command('projects')
+    .description('list your projects')
+    .option('--json', "print the server's response")
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', '/api/v1/projects');
+      print(options.json, result, () =>
+        (result.projects as Json[]).map((p) => `${String(p.name)}  live ${String(p.live ?? '-')}  ${String(p.releases)} releases  ${String(p.url)}`),
+      );
+    });
+
+  cli
+    .command('releases <project>')
+    .description("list a project's releases, newest first")
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/releases`);
+      print(options.json, result, () =>
+        (result.releases as Json[]).map(
+          (r) => `${String(r.id)}${r.live ? '  live' : '      '}  ${r.files === null ? '-' : `${String(r.files)} files`}  ${r.bytes === null ? '-' : megabytes(Number(r.bytes))}`,
+        ),
+      );
+    });
+
+  cli
+    .command('rollback <project> [release]')
+    .description('make an older release live (default: the one before the live one)')
+    .option('--json', "print the server's response")
+    .action(async (project: string, release: string | undefined, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('POST', `/api/v1/projects/${encodeURIComponent(project)}/rollback`, release ? { release } : undefined);
+      print(options.json, result, () => [`${project} is live on ${String(result.release)} (was ${String(result.previous ?? '-')})`]);
+    });
+
+  cli
+    .command('delete-project <project>')
+    .description('remove a project: its live site and all its releases')
+    .action(async (project: string, _options: unknown, command: Command) => {
+      await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}`);
+      out(`deleted ${project}`);
+    });
+
+  const admin = cli.command('admin').description('administer users (admin token)');
+  admin
+    .command('create-user <name>')
+    .description("create a user and print its token (shown this once)")
+    .action(async (name: string, _options: unknown, command: Command) => {
+      out(String((await client(command, 'SITEDROP_ADMIN_TOKEN').call('POST', '/api/v1/auth', { username: name })).token));
+    });
+  admin
+    .command('reroll <name>')
+    .description('issue a new token for a user; the old one stops working')
+    .action(async (name: string, _options: unknown, command: Command) => {
+      out(String((await client(command, 'SITEDROP_ADMIN_TOKEN').call('POST', '/api/v1/auth', { username: name })).token));
+    });
+  admin
+    .command('delete-user <name>')
+    .description('delete a user (its sites stay unless --delete-files)')
+    .option('--delete-files', "also remove the user's live sites and releases")
+    .action(async (name: string, options: { deleteFiles?: boolean }, command: Command) => {
+      await client(command, 'SITEDROP_ADMIN_TOKEN').call('DELETE', '/api/v1/auth', { username: name, files: options.deleteFiles ? 'delete' : 'persist' });
+      out(`deleted ${name}${options.deleteFiles ? ' and its files' : ' (its files are kept)'}`);
+    });
+  admin
+    .command('users')
+    .description('list users and their project counts')
+    .option('--json', "print the server's response")
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_ADMIN_TOKEN').call('GET', '/api/v1/users');
+      print(options.json, result, () => (result.users as Json[]).map((u) => `${String(u.username)}  ${String(u.projects)} projects`));
+    });
+  return cli;
+}
+
+async function run(argv: string[]): Promise<number> {
+  try {
+    await program().parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version' ? 0 : 2;
+    }
+    if (error instanceof UsageError) {
+      err(`sitedrop: ${error.message}`);
+      return 2;
+    }
+    if (error instanceof ServerError) {
+      err(`sitedrop: ${error.message}`);
+      return 1;
+    }
+    err(`sitedrop: ${(error as Error).message}`);
+    return 1;
+  }
+}
+
+process.exitCode = await run(process.argv);

@@ -1,0 +1,156 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
+import { tgz, file } from '../support/tar-builder.js';
+import { snapshot } from '../support/tree.js';
+
+const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('the sitedrop CLI (the built binary, against a real server)', () => {
+  let h: Harness;
+  let work: string;
+  let token: string;
+
+  const sitedrop = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
+    new Promise((resolve) => {
+      execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: h.url, ...env } }, (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as NodeJS.ErrnoException & { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+    });
+  const as = (t: string) => ({ SITEDROP_TOKEN: t });
+  const admin = { SITEDROP_ADMIN_TOKEN: ADMIN_TOKEN };
+
+  beforeAll(async () => {
+    h = await startHarness();
+    work = await mkdtemp(join(tmpdir(), 'sitedrop-cli-'));
+    const created = await sitedrop(['admin', 'create-user', 'clia'], admin);
+    expect(created.code).toBe(0);
+    token = created.stdout.trim();
+    expect(token).toMatch(/^[A-Za-z0-9]{32}$/);
+  });
+  afterAll(async () => {
+    await h.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it('deploys a folder (nested, unicode names, an empty file) byte for byte, with plain output off a terminal', async () => {
+    const dist = join(work, 'dist');
+    await mkdir(join(dist, 'docs/guide/深い'), { recursive: true });
+    await writeFile(join(dist, 'index.html'), '<h1>home</h1>');
+    await writeFile(join(dist, 'docs/guide/深い/ページ.html'), 'ページ');
+    await writeFile(join(dist, 'docs/café.css'), 'body { color: #c0ffee }');
+    await writeFile(join(dist, 'docs/empty.txt'), '');
+    await writeFile(join(dist, 'docs/blob.bin'), Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256)));
+    const r = await sitedrop(['deploy', dist, '--project', 'docs'], as(token));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^deployed docs: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/clia\/docs\/\n$/);
+    expect(r.stdout + r.stderr).not.toContain('\u001b');
+    const hashes = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, v.replace(/^(file|dir) \d+ ?/, '$1 ')]));
+    expect(hashes(await snapshot(join(h.docsRoot, 'clia/docs/')))).toEqual(hashes(await snapshot(dist)));
+  });
+
+  it('warns when there is no index.html, and refuses an empty folder and a symlink, naming it', async () => {
+    const bare = join(work, 'bare');
+    await mkdir(bare, { recursive: true });
+    await writeFile(join(bare, 'page.html'), 'p');
+    const warned = await sitedrop(['deploy', bare, '--project', 'bare'], as(token));
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toContain('has no index.html at its root');
+
+    const empty = join(work, 'empty');
+    await mkdir(empty, { recursive: true });
+    const refused = await sitedrop(['deploy', empty, '--project', 'bare'], as(token));
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('is empty');
+
+    const linked = join(work, 'linked');
+    await mkdir(join(linked, 'assets'), { recursive: true });
+    await writeFile(join(linked, 'index.html'), 'x');
+    await symlink('/etc/passwd', join(linked, 'assets/passwd'));
+    const link = await sitedrop(['deploy', linked, '--project', 'bare'], as(token));
+    expect(link.code).toBe(2);
+    expect(link.stderr).toContain('assets/passwd is a symbolic link');
+  });
+
+  it('deploys a .tar.gz as it is, and --json prints the server response', async () => {
+    const archive = join(work, 'site.tgz');
+    await writeFile(archive, tgz([file('index.html', 'from a tarball')]));
+    const r = await sitedrop(['deploy', archive, '--project', 'tarball', '--json'], as(token));
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual({ status: 'ok', project: 'tarball', username: 'clia', url: 'https://sites.example.test/clia/tarball/', release: expect.any(String) });
+    expect(await readFile(join(h.docsRoot, 'clia/tarball/index.html'), 'utf8')).toBe('from a tarball');
+  });
+
+  it('lists releases, rolls back, and deletes a project', async () => {
+    const archive = join(work, 'v.tgz');
+    const ids: string[] = [];
+    for (const v of ['v1', 'v2']) {
+      await writeFile(archive, tgz([file('index.html', v)]));
+      ids.push(JSON.parse((await sitedrop(['deploy', archive, '--project', 'rolling', '--json'], as(token))).stdout).release);
+    }
+    const releases = await sitedrop(['releases', 'rolling'], as(token));
+    expect(releases.stdout.split('\n').filter(Boolean)).toEqual([`${ids[1]}  live  1 files  0.0 MB`, `${ids[0]}        1 files  0.0 MB`]);
+    const back = await sitedrop(['rollback', 'rolling'], as(token));
+    expect(back).toMatchObject({ code: 0, stdout: `rolling is live on ${ids[0]} (was ${ids[1]})\n` });
+    expect(await readFile(join(h.docsRoot, 'clia/rolling/index.html'), 'utf8')).toBe('v1');
+    const none = await sitedrop(['rollback', 'rolling'], as(token));
+    expect(none).toMatchObject({ code: 1, stderr: 'sitedrop: no older release to roll back to\n' });
+    const named = await sitedrop(['rollback', 'rolling', ids[1]!], as(token));
+    expect(named.code).toBe(0);
+    expect((await sitedrop(['projects'], as(token))).stdout).toContain('rolling  live');
+    expect(await sitedrop(['delete-project', 'rolling'], as(token))).toMatchObject({ code: 0, stdout: 'deleted rolling\n' });
+    expect((await sitedrop(['projects'], as(token))).stdout).not.toContain('rolling');
+  });
+
+  it('administers users: reroll kills the old token, users never shows tokens, delete-user --delete-files', async () => {
+    const first = (await sitedrop(['admin', 'create-user', 'temp'], admin)).stdout.trim();
+    const second = (await sitedrop(['admin', 'reroll', 'temp'], admin)).stdout.trim();
+    expect(second).not.toBe(first);
+    expect(await sitedrop(['projects'], as(first))).toMatchObject({ code: 1, stderr: 'sitedrop: unauthorized\n' });
+    expect((await sitedrop(['projects'], as(second))).code).toBe(0);
+    const users = await sitedrop(['admin', 'users'], admin);
+    expect(users.stdout).toContain('temp  0 projects');
+    expect(users.stdout).not.toContain(second);
+    expect(await sitedrop(['admin', 'delete-user', 'temp', '--delete-files'], admin)).toMatchObject({ code: 0, stdout: 'deleted temp and its files\n' });
+    expect(await sitedrop(['admin', 'users'], { SITEDROP_ADMIN_TOKEN: 'x'.repeat(40) })).toMatchObject({ code: 1, stderr: 'sitedrop: invalid admin token\n' });
+  });
+
+  it('shows a progress bar (bytes sent, rate) on a terminal', async () => {
+    const archive = join(work, 'tty.tgz');
+    await writeFile(archive, tgz([file('index.html', 'tty')]));
+    // script(1) runs the CLI on a pseudo-terminal, as a person at a shell would.
+    const command = [process.execPath, CLI, 'deploy', archive, '--project', 'tty'].map((a) => `'${a}'`).join(' ');
+    const r = await new Promise<Run>((resolve) => {
+      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: h.url, SITEDROP_TOKEN: token, TERM: 'xterm' } }, (error, stdout, stderr) =>
+        resolve({ code: error ? 1 : 0, stdout, stderr }),
+      );
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/uploading \d+\.\d MB at [\d.]+ MB\/s/);
+    expect(r.stdout).toContain('\u001b[');
+    expect(r.stdout).toMatch(/deployed tty: release \d{8}T\d{6}/);
+  });
+
+  it('exits 2 on usage errors and 0 with --help on every command', async () => {
+    expect((await sitedrop(['deploy', work], as(token))).code).toBe(2);
+    expect((await sitedrop(['frobnicate'], as(token))).code).toBe(2);
+    expect(await sitedrop(['projects'])).toMatchObject({ code: 2, stderr: 'sitedrop: no token: pass --token or set SITEDROP_TOKEN\n' });
+    expect((await sitedrop(['deploy', join(work, 'missing'), '--project', 'x'], as(token))).code).toBe(2);
+    for (const command of [[], ['deploy'], ['projects'], ['releases'], ['rollback'], ['delete-project'], ['admin'], ['admin', 'create-user'], ['admin', 'delete-user']]) {
+      const help = await sitedrop([...command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: sitedrop/);
+    }
+    expect((await sitedrop(['projects', '--token', token, '--server', h.url])).code).toBe(0);
+  });
+});
