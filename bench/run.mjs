@@ -52,14 +52,14 @@ process.on('exit', () => {
 
 async function startService(dataDir) {
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
   const url = await new Promise((resolve, reject) => {
     child.stdout.on('data', (c) => {
       out += c;
-      const m = /"msg":"listening","url":"([^"]+)"/.exec(out);
+      const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
       if (m) resolve(m[1]);
     });
     child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));

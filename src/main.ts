@@ -1,10 +1,8 @@
 import { resolveAdminToken } from './adapters/config/admin-token.js';
 import { ConfigError, loadConfig } from './adapters/config/config.js';
 import { redactUrl } from './adapters/db/database.js';
-import { JsonLogger } from './adapters/log/logger.js';
+import { PinoLogger } from './adapters/log/logger.js';
 import { startService } from './service.js';
-
-const logger = new JsonLogger();
 
 async function main(): Promise<void> {
   let config;
@@ -17,6 +15,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  const logger = new PinoLogger({ level: config.logLevel, format: config.logFormat });
   const admin = resolveAdminToken(config.adminToken, config.dataDir);
   if (admin.generatedAt) {
     // Printed this once, on purpose: it is the only way a new operator learns it.
@@ -27,7 +26,10 @@ async function main(): Promise<void> {
   const shutdown = (signal: string): void => {
     logger.info('shutting down', { signal });
     service.stop().then(
-      () => process.exit(0),
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('shutdown failed', { error: (error as Error).message });
         process.exit(1);

@@ -23,6 +23,8 @@ describe('loadConfig', () => {
       maxExtractedBytes: 1_073_741_824,
       maxFiles: 50_000,
       replicaId: expect.stringMatching(/^[A-Za-z0-9.-]{1,64}$/),
+      logLevel: 'info',
+      logFormat: 'json',
       shutdownGraceMs: 30_000,
     });
   });
@@ -49,6 +51,8 @@ describe('loadConfig', () => {
     ['ADMIN_TOKEN', 'short'],
     ['SHUTDOWN_GRACE_SECONDS', '1h'],
     ['REPLICA_ID', 'a+b'],
+    ['LOG_LEVEL', 'loud'],
+    ['LOG_FORMAT', 'xml'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

@@ -33,7 +33,7 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
     try {
       const url = await new Promise<string>((resolve, reject) => {
         const timer = setInterval(() => {
-          const m = /"msg":"listening","url":"([^"]+)"/.exec(out);
+          const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
           if (m) {
             clearInterval(timer);
             resolve(m[1]!);

@@ -27,7 +27,7 @@ export async function startChild(env: Record<string, string>): Promise<Child> {
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start:\n${out}`)), 15_000);
     const check = () => {
-      const match = /"msg":"listening","url":"([^"]+)"/.exec(out);
+      const match = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
       if (match) {
         clearTimeout(timer);
         child.stdout.off('data', check);

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { LOG_LEVELS, type LogLevel } from '../log/logger.js';
 import { isAbsolute, resolve } from 'node:path';
 
 export interface Config {
@@ -18,6 +19,8 @@ export interface Config {
   readonly maxFiles: number;
   /** This replica's name on shared storage (REPLICA_ID, default the host name). */
   readonly replicaId: string;
+  readonly logLevel: LogLevel;
+  readonly logFormat: 'json' | 'pretty';
   /** How long SIGTERM waits for running deploys before aborting them. */
   readonly shutdownGraceMs: number;
 }
@@ -88,6 +91,13 @@ function replicaId(env: Env): string {
   return raw;
 }
 
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `one of ${allowed.join(', ')}`, raw);
+  return raw as T;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path(env, 'DATA_DIR', './var');
   const host = env.HOST ?? '0.0.0.0';
@@ -107,6 +117,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),
     maxFiles: integer(env, 'MAX_FILES', 50_000, 1, 10_000_000),
     replicaId: replicaId(env),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
   };
 }

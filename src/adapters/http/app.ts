@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AuthenticateUser } from '../../application/authenticate-user.js';
@@ -93,7 +94,26 @@ export function createApp(deps: HttpDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  // An answer sent before the body was read (401, 413, a refused archive) must reach a
+  // One log line per request, and its id to the client, to find that line again.
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    res.set('X-Request-Id', requestId);
+    const started = performance.now();
+    res.on('finish', () => {
+      logger.info('request', {
+        requestId,
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        durationMs: Math.round(performance.now() - started),
+        user: res.locals.user ?? null,
+      });
+    });
+    next();
+  });
+
+    // An answer sent before the body was read (401, 413, a refused archive) must reach a
   // client that is still sending: closing the socket makes its next write fail and it
   // never reads the answer. So the rest of the body is read and dropped; a body that has
   // not ended 5 s later (a huge or stalled upload) has its connection closed.
@@ -108,8 +128,9 @@ export function createApp(deps: HttpDeps): express.Express {
     next();
   });
 
-  const admin = (req: Request, _res: Response, next: NextFunction): void => {
+  const admin = (req: Request, res: Response, next: NextFunction): void => {
     if (!tokensEqual(bearerToken(req) ?? '', settings.adminToken)) throw new InvalidAdminToken();
+    res.locals.user = '(admin)';
     next();
   };
   const jsonBody: express.RequestHandler[] = [
@@ -163,6 +184,8 @@ export function createApp(deps: HttpDeps): express.Express {
     .route('/api/v1/deploy')
     .post(fallback('deployment failed'), async (req, res) => {
       const user = await deps.authenticate.execute(bearerToken(req));
+      res.locals.user = user;
+      const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
       continueIfExpected(req, res);
@@ -176,6 +199,10 @@ export function createApp(deps: HttpDeps): express.Express {
         } catch (error) {
           throw form.failure() ?? error;
         }
+      }).catch((error: unknown) => {
+        const answer = toErrorResponse(error, 'deployment failed');
+        logger.warn('deploy failed', { user, status: answer.status, reason: answer.body.error, durationMs: Math.round(performance.now() - started) });
+        throw error;
       });
       if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
       if (deployed.recordError) logger.error('recording the deploy failed', { user, project: deployed.project, error: deployed.recordError.message });
@@ -186,7 +213,8 @@ export function createApp(deps: HttpDeps): express.Express {
         files: deployed.files,
         bytes: deployed.bytes,
         compressedBytes: deployed.compressedBytes,
-        ms: deployed.timings,
+        durationMs: Math.round(performance.now() - started),
+        phasesMs: deployed.timings,
       });
       res.json({
         status: 'ok',
@@ -198,13 +226,17 @@ export function createApp(deps: HttpDeps): express.Express {
     })
     .all(methodNotAllowed('POST'));
 
-  const signedIn = async (req: Request): Promise<Username> => deps.authenticate.execute(bearerToken(req));
+  const signedIn = async (req: Request, res?: Response): Promise<Username> => {
+    const user = await deps.authenticate.execute(bearerToken(req));
+    if (res) res.locals.user = user;
+    return user;
+  };
   const project = (req: Request): string => String(req.params.project);
 
   app
     .route('/api/v1/projects')
     .get(fallback('failed to list projects'), async (req: Request, res: Response) => {
-      const user = await signedIn(req);
+      const user = await signedIn(req, res);
       const projects = await deps.listProjects.execute(user);
       res.json({
         status: 'ok',
@@ -222,7 +254,7 @@ export function createApp(deps: HttpDeps): express.Express {
   app
     .route('/api/v1/projects/:project/releases')
     .get(fallback('failed to list releases'), async (req: Request, res: Response) => {
-      const user = await signedIn(req);
+      const user = await signedIn(req, res);
       const releases = await deps.listReleases.execute(user, project(req));
       res.json({
         status: 'ok',
@@ -236,7 +268,7 @@ export function createApp(deps: HttpDeps): express.Express {
     .route('/api/v1/projects/:project/rollback')
     .post(fallback('rollback failed'), async (req: Request, res: Response, next: NextFunction) => {
       // Signed in before the body is read, like every other route.
-      res.locals.user = await signedIn(req);
+      res.locals.user = await signedIn(req, res);
       next();
     }, jsonBody, async (req: Request, res: Response) => {
       const user = res.locals.user as Username;
@@ -249,7 +281,7 @@ export function createApp(deps: HttpDeps): express.Express {
   app
     .route('/api/v1/projects/:project')
     .delete(fallback('failed to delete project'), async (req: Request, res: Response) => {
-      const user = await signedIn(req);
+      const user = await signedIn(req, res);
       await deps.deleteProject.execute(user, project(req));
       logger.info('project deleted', { user, project: project(req) });
       res.json({ status: 'ok' });

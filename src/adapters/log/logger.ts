@@ -1,27 +1,48 @@
-/** Structured log lines on stdout. Callers never pass tokens or Authorization headers. */
+import { pino, type DestinationStream, type Logger as Pino } from 'pino';
+import pretty from 'pino-pretty';
+
+/** Structured log lines. Callers never pass tokens or Authorization headers. */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-export class JsonLogger implements Logger {
-  constructor(private readonly write: (line: string) => void = (line) => process.stdout.write(line)) {}
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** pino: JSON lines on stdout, or readable lines with LOG_FORMAT=pretty. */
+export class PinoLogger implements Logger {
+  private readonly log: Pino;
+
+  constructor(options: { level: LogLevel; format: 'json' | 'pretty'; destination?: DestinationStream }) {
+    const destination = options.destination ?? (options.format === 'pretty' ? pretty({ sync: true, colorize: false }) : pino.destination({ dest: 1, sync: false }));
+    this.log = pino(
+      {
+        level: options.level,
+        base: undefined,
+        timestamp: pino.stdTimeFunctions.isoTime,
+        // A second line of defence: whatever a caller passes, these never reach a log.
+        redact: { paths: ['token', 'authorization', 'headers.authorization', '*.token', '*.authorization'], censor: '[redacted]' },
+      },
+      destination,
+    );
+  }
 
   info(message: string, fields: Record<string, unknown> = {}): void {
-    this.line('info', message, fields);
+    this.log.info(fields, message);
   }
 
   warn(message: string, fields: Record<string, unknown> = {}): void {
-    this.line('warn', message, fields);
+    this.log.warn(fields, message);
   }
 
   error(message: string, fields: Record<string, unknown> = {}): void {
-    this.line('error', message, fields);
+    this.log.error(fields, message);
   }
 
-  private line(level: string, msg: string, fields: Record<string, unknown>): void {
-    this.write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
+  flush(): void {
+    this.log.flush();
   }
 }
 
