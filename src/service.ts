@@ -14,6 +14,7 @@ import type { Config } from './adapters/config/config.js';
 import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
+import { ServiceMetrics } from './adapters/http/metrics.js';
 import type { Logger } from './adapters/log/logger.js';
 import { buildContainer, disposeContainer } from './container.js';
 
@@ -44,6 +45,7 @@ export async function startService(config: Config, adminToken: string, logger: L
     rollback: container.get(RollbackRelease),
     deleteProject: container.get(DeleteProject),
     listUsers: container.get(ListUsers),
+    metrics: new ServiceMetrics(),
     logger,
   });
   const server: Server = createServer(app);
@@ -63,6 +65,11 @@ export async function startService(config: Config, adminToken: string, logger: L
       server.closeIdleConnections();
       const cut = await deploys.drain(graceMs);
       if (cut > 0) logger.warn('aborted deploys at shutdown', { count: cut });
+      // A deploy that just finished still has its answer to send: after close(), each
+      // connection ends once its response is out. Only what is left after that is cut.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2000)))]);
+      clearTimeout(timer);
       server.closeAllConnections();
       await closed;
       for (const failure of await disposeContainer(container)) logger.error('could not delete a discarded tree', { failure });

@@ -18,6 +18,7 @@ import { bearerToken } from './bearer.js';
 import { readDeployForm } from './deploy-form.js';
 import type { DeployTracker } from './deploy-tracker.js';
 import { toErrorResponse } from './error-response.js';
+import type { ServiceMetrics } from './metrics.js';
 import { InvalidAdminToken, InvalidFilesMode, InvalidRequestBody, MethodNotAllowed, NotFound, UploadTooLarge } from './http-errors.js';
 
 export interface HttpSettings {
@@ -38,6 +39,7 @@ export interface HttpDeps {
   readonly rollback: RollbackRelease;
   readonly deleteProject: DeleteProject;
   readonly listUsers: ListUsers;
+  readonly metrics: ServiceMetrics;
   readonly logger: Logger;
 }
 
@@ -89,7 +91,7 @@ function filesModeOf(body: unknown): FilesMode {
 }
 
 export function createApp(deps: HttpDeps): express.Express {
-  const { settings, logger } = deps;
+  const { settings, logger, metrics } = deps;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -101,6 +103,8 @@ export function createApp(deps: HttpDeps): express.Express {
     res.set('X-Request-Id', requestId);
     const started = performance.now();
     res.on('finish', () => {
+      // The route's pattern, not the path: project names must not multiply the series.
+      metrics.request(req.method, (req.route as { path?: string } | undefined)?.path ?? 'unmatched', res.statusCode);
       logger.info('request', {
         requestId,
         method: req.method,
@@ -190,6 +194,7 @@ export function createApp(deps: HttpDeps): express.Express {
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
       continueIfExpected(req, res);
       const form = readDeployForm(req, settings.maxUploadBytes);
+      metrics.inFlight.inc();
       const deployed = await deps.deploys.track(async (signal) => {
         const archive = await form.archive;
         const failure = form.failure();
@@ -199,13 +204,15 @@ export function createApp(deps: HttpDeps): express.Express {
         } catch (error) {
           throw form.failure() ?? error;
         }
-      }).catch((error: unknown) => {
+      }).finally(() => metrics.inFlight.dec()).catch((error: unknown) => {
         const answer = toErrorResponse(error, 'deployment failed');
+        metrics.failed(answer.status);
         logger.warn('deploy failed', { user, status: answer.status, reason: answer.body.error, durationMs: Math.round(performance.now() - started) });
         throw error;
       });
       if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
       if (deployed.recordError) logger.error('recording the deploy failed', { user, project: deployed.project, error: deployed.recordError.message });
+      metrics.deployed((performance.now() - started) / 1000, deployed.bytes, deployed.files);
       logger.info('deployed', {
         user,
         project: deployed.project,
@@ -287,6 +294,14 @@ export function createApp(deps: HttpDeps): express.Express {
       res.json({ status: 'ok' });
     })
     .all(methodNotAllowed('DELETE'));
+
+  app
+    .route('/api/v1/metrics')
+    .get(fallback('failed to collect metrics'), admin, async (_req: Request, res: Response) => {
+      // Prometheus' text format: the one answer that is not JSON (errors still are).
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    })
+    .all(methodNotAllowed('GET, HEAD'));
 
   app
     .route('/api/v1/users')
