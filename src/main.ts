@@ -1,6 +1,6 @@
 import { resolveAdminToken } from './adapters/config/admin-token.js';
 import { ConfigError, loadConfig } from './adapters/config/config.js';
-import { redactUrl } from './adapters/db/database.js';
+import { redactUrl } from './adapters/db/redact-url.js';
 import { PinoLogger } from './adapters/log/logger.js';
 import { startService } from './service.js';
 

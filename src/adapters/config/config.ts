@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { redactUrl } from '../db/redact-url.js';
 import { LOG_LEVELS, type LogLevel } from '../log/logger.js';
 import { isAbsolute, resolve } from 'node:path';
 
@@ -81,7 +82,7 @@ function databaseUrl(env: Env, dataDir: string): string {
       // falls through to the error below
     }
   }
-  throw new ConfigError('DATABASE_URL', 'sqlite:<path> or postgres://user@host:port/database', raw.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@'));
+  throw new ConfigError('DATABASE_URL', 'sqlite:<path> or postgres://user@host:port/database', redactUrl(raw));
 }
 
 function replicaId(env: Env): string {

@@ -4,17 +4,13 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations.js';
+import { redactUrl } from './redact-url.js';
 import type { Schema } from './schema.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 
 export function databaseKind(url: string): DatabaseKind {
   return /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
-}
-
-/** The URL with any password masked, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@');
 }
 
 function sqlitePath(url: string): string {

@@ -150,7 +150,10 @@ export class NodeReleaseFs implements ReleaseFs {
     } catch (error) {
       if (!isMissing(error)) throw error;
     }
-    await fsyncDirectory(join(this.roots.docsRoot, user)).catch(() => undefined);
+    // A project that never went live has no link directory to flush.
+    await fsyncDirectory(join(this.roots.docsRoot, user)).catch((error: unknown) => {
+      if (!isMissing(error)) throw error;
+    });
     await this.throwAway(this.projectDir(user, project));
   }
 

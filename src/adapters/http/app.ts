@@ -149,6 +149,12 @@ export function createApp(deps: HttpDeps): express.Express {
     res.locals.fallback = message;
     next();
   };
+  // The user's token, checked before any body is read; the user goes on the request's log line.
+  const signedIn = async (req: Request, res?: Response): Promise<Username> => {
+    const user = await deps.authenticate.execute(bearerToken(req));
+    if (res) res.locals.user = user;
+    return user;
+  };
   const methodNotAllowed = (allow: string) => (_req: Request, res: Response) => {
     res.set('Allow', allow);
     throw new MethodNotAllowed();
@@ -187,8 +193,7 @@ export function createApp(deps: HttpDeps): express.Express {
   app
     .route('/api/v1/deploy')
     .post(fallback('deployment failed'), async (req, res) => {
-      const user = await deps.authenticate.execute(bearerToken(req));
-      res.locals.user = user;
+      const user = await signedIn(req, res);
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
@@ -233,11 +238,6 @@ export function createApp(deps: HttpDeps): express.Express {
     })
     .all(methodNotAllowed('POST'));
 
-  const signedIn = async (req: Request, res?: Response): Promise<Username> => {
-    const user = await deps.authenticate.execute(bearerToken(req));
-    if (res) res.locals.user = user;
-    return user;
-  };
   const project = (req: Request): string => String(req.params.project);
 
   app
