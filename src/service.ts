@@ -15,6 +15,7 @@ import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from './adapters/http/metrics.js';
+import { loadOpenApiDocument } from './adapters/http/openapi-document.js';
 import type { Logger } from './adapters/log/logger.js';
 import { buildContainer, disposeContainer } from './container.js';
 
@@ -27,6 +28,7 @@ export interface RunningService {
 
 /** Builds the service from its configuration and listens; main.ts and the HTTP tests both start it here. */
 export async function startService(config: Config, adminToken: string, logger: Logger): Promise<RunningService> {
+  const openApi = loadOpenApiDocument();
   const container = await buildContainer(config);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
@@ -47,6 +49,7 @@ export async function startService(config: Config, adminToken: string, logger: L
     listUsers: container.get(ListUsers),
     metrics: new ServiceMetrics(),
     logger,
+    openApi,
   });
   const server: Server = createServer(app);
   // Handled by the routes: a deploy answers 401 or 413 before asking for the body.

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { checkAgainstContract, nodeHeaders } from './openapi-contract.js';
 
 export interface RawReply {
   status: number;
@@ -25,6 +26,13 @@ export function rawRequest(
       res.on('data', (c: Buffer) => parts.push(c));
       res.on('end', () => {
         const text = Buffer.concat(parts).toString();
+        const method = options.method ?? 'POST';
+        try {
+          checkAgainstContract({ method, path: options.path.split('?')[0]!, status: res.statusCode ?? 0, header: nodeHeaders(res.headers), body: text });
+        } catch (error) {
+          reject(error as Error);
+          return;
+        }
         resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {}, headers: res.headers, continued });
       });
     });

@@ -1,4 +1,5 @@
 import { request, type ClientRequest } from 'node:http';
+import { checkAgainstContract, nodeHeaders } from './openapi-contract.js';
 import { multipart } from './raw-http.js';
 
 export interface SlowUpload {
@@ -20,7 +21,14 @@ export function slowUpload(url: string, token: string, project: string, archive:
     req.on('response', (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
+      res.on('end', () => {
+        try {
+          checkAgainstContract({ method: 'POST', path: '/api/v1/deploy', status: res.statusCode ?? 0, header: nodeHeaders(res.headers), body: text });
+          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} });
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
     });
     req.on('error', reject);
   });

@@ -41,6 +41,8 @@ export interface HttpDeps {
   readonly listUsers: ListUsers;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
+  /** docs/openapi.yaml, parsed; served as JSON. */
+  readonly openApi: Record<string, unknown>;
 }
 
 export const HELLO = {
@@ -171,6 +173,14 @@ export function createApp(deps: HttpDeps): express.Express {
     .route('/api/hello')
     .get((_req, res) => {
       res.json(HELLO);
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  const openApiJson = JSON.stringify(deps.openApi);
+  app
+    .route('/api/v1/openapi.json')
+    .get((_req, res) => {
+      res.type('application/json').send(openApiJson);
     })
     .all(methodNotAllowed('GET, HEAD'));
 
