@@ -17,7 +17,8 @@ export interface ArchiveLimits {
 export type EntryKind = 'file' | 'directory';
 
 const utf8 = new TextEncoder();
-const byteLength = (s: string): number => utf8.encode(s).length;
+/** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no encoding to be measured. */
+const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || utf8.encode(s).length <= max;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f\x7f]/;
@@ -50,11 +51,11 @@ export function normaliseEntryPath(rawPath: string): string {
   if (parts.length > PATH_LIMITS.maxDepth) {
     throw new ArchiveRejected(`path nested deeper than ${PATH_LIMITS.maxDepth} levels: ${rawPath}`);
   }
-  if (parts.some((part) => byteLength(part) > PATH_LIMITS.maxComponentBytes)) {
+  if (parts.some((part) => !fitsInBytes(part, PATH_LIMITS.maxComponentBytes))) {
     throw new ArchiveRejected(`path component longer than ${PATH_LIMITS.maxComponentBytes} bytes: ${rawPath}`);
   }
   const path = parts.join('/');
-  if (byteLength(path) > PATH_LIMITS.maxPathBytes) {
+  if (!fitsInBytes(path, PATH_LIMITS.maxPathBytes)) {
     throw new ArchiveRejected(`path longer than ${PATH_LIMITS.maxPathBytes} bytes: ${rawPath}`);
   }
   return path;

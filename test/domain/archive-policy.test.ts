@@ -68,6 +68,20 @@ describe('entry paths', () => {
     expect(rejection(() => normaliseEntryPath(Array(33).fill('d').join('/')))).toMatch(/^path nested deeper than 32 levels/);
   });
 
+  it('measures a component in UTF-8 bytes, whatever its characters', () => {
+    // One, two, three and four UTF-8 bytes a character, mixed, around the 255-byte limit.
+    const char = fc.constantFrom('a', 'é', '€', '😀');
+    fc.assert(
+      fc.property(fc.array(char, { minLength: 60, maxLength: 130 }), (chars) => {
+        const name = chars.join('');
+        const bytes = new TextEncoder().encode(name).length;
+        if (bytes <= 255) expect(normaliseEntryPath(name)).toBe(name);
+        else expect(rejection(() => normaliseEntryPath(name))).toMatch(/^path component longer than 255 bytes/);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('allows regular files and directories only', () => {
     expect(entryKind('File', 'a')).toBe('file');
     expect(entryKind('OldFile', 'a')).toBe('file');
