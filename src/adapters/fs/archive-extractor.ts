@@ -1,6 +1,7 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
 import type { FromWorker, ToWorker } from './fs-protocol.js';
+import { YoungGarbage } from './young-garbage.js';
 import type { WorkerPool } from './worker-pool.js';
 
 export interface Extracted {
@@ -10,8 +11,15 @@ export interface Extracted {
   readonly compressedBytes: number;
 }
 
-/** Chunks handed to the worker but not yet inflated; bounds memory per deploy. */
-const MAX_IN_FLIGHT = 16;
+/**
+ * Upload bytes go to the worker in batches of this size: a socket's 64 KiB reads, one
+ * message and one zlib call each, cost the worker more in messages than in inflating.
+ */
+const BATCH_BYTES = 256 * 1024;
+/** Batches handed to the worker but not yet inflated; bounds memory per deploy. */
+const MAX_IN_FLIGHT = 4;
+/** The socket's read buffers, once copied, are collected every this many bytes. */
+const garbage = new YoungGarbage(4 * 1024 * 1024);
 
 type Terminal = Extract<FromWorker, { type: 'done' | 'failed' }>;
 
@@ -58,10 +66,15 @@ export class ArchiveExtractor {
     let terminal: Terminal | undefined;
     let settle!: (t: Terminal) => void;
     const finished = new Promise<Terminal>((resolve) => (settle = resolve));
+    // Buffers go to the worker and come back with its acks: the upload is copied once,
+    // into a few reused buffers, instead of into a new one for every batch.
+    const spare: Uint8Array[] = [];
     const onMessage = (message: FromWorker): void => {
       if (message.job !== job || message.type === 'removed') return;
-      if (message.type === 'ack') inFlight -= 1;
-      else if (!terminal) {
+      if (message.type === 'ack') {
+        inFlight -= 1;
+        spare.push(new Uint8Array(message.data.buffer));
+      } else if (!terminal) {
         terminal = message;
         settle(message);
       }
@@ -73,6 +86,21 @@ export class ArchiveExtractor {
 
     let compressedBytes = 0;
     let healthy = true;
+    const fresh = (): Uint8Array => spare.pop() ?? new Uint8Array(BATCH_BYTES);
+    let batch = fresh();
+    let filled = 0;
+    const send = async (): Promise<void> => {
+      while (inFlight >= MAX_IN_FLIGHT && !terminal) {
+        await new Promise<void>((wake) => (wakeSender = wake));
+        if (signal.aborted) throw new DeployAborted();
+      }
+      const data = batch.subarray(0, filled);
+      filled = 0;
+      if (terminal) return;
+      inFlight += 1;
+      post({ type: 'chunk', job, data }, [data.buffer as ArrayBuffer]);
+      batch = fresh();
+    };
     const iterator = archive[Symbol.asyncIterator]();
     const onAbort = (): void => wakeSender?.();
     signal.addEventListener('abort', onAbort);
@@ -83,18 +111,20 @@ export class ArchiveExtractor {
         if (next.done) break;
         const chunk = next.value;
         compressedBytes += chunk.length;
+        garbage.dropped(chunk.length);
         // After the worker has finished (or refused the archive) the upload is still read
         // to its end, so the client gets an answer rather than a reset connection.
         if (terminal) continue;
-        while (inFlight >= MAX_IN_FLIGHT && !terminal) {
-          await new Promise<void>((wake) => (wakeSender = wake));
-          if (signal.aborted) throw new DeployAborted();
+        // Copied into a buffer of its own, which can be transferred, not cloned.
+        for (let offset = 0; offset < chunk.length; ) {
+          const taken = Math.min(BATCH_BYTES - filled, chunk.length - offset);
+          batch.set(chunk.subarray(offset, offset + taken), filled);
+          filled += taken;
+          offset += taken;
+          if (filled === BATCH_BYTES) await send();
         }
-        if (terminal) continue;
-        const copy = new Uint8Array(chunk); // its own buffer, so it can be transferred
-        inFlight += 1;
-        post({ type: 'chunk', job, data: copy }, [copy.buffer]);
       }
+      if (filled > 0) await send();
       if (compressedBytes === 0) {
         post({ type: 'abort', job });
         await finished;

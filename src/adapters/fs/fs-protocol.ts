@@ -11,7 +11,8 @@ export type ToWorker =
 export type FailureKind = 'rejected' | 'io' | 'aborted';
 
 export type FromWorker =
-  | { type: 'ack'; job: number }
+  /** A chunk was taken; its buffer comes back to be filled again. */
+  | { type: 'ack'; job: number; data: Uint8Array }
   | { type: 'done'; job: number; files: number; entries: number; bytes: number }
   | { type: 'failed'; job: number; kind: FailureKind; message: string }
   | { type: 'removed'; job: number; error?: string };

@@ -12,9 +12,14 @@ import { Header, Parser, type ReadEntry } from 'tar';
 import { ArchiveLedger, assertNoDotDot, entryKind, normaliseEntryPath, type ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
 import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
+import { YoungGarbage } from './young-garbage.js';
 
 /** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
 const MAX_TRAILER_BYTES = 1024 * 1024;
+/** Inflated bytes waiting to be unpacked before zlib is paused. */
+const QUEUE_LIMIT = 2 * 1024 * 1024;
+/** zlib's output buffers, once written out, are collected every this many bytes. */
+const garbage = new YoungGarbage(4 * 1024 * 1024);
 /** Headers, PAX records and padding on top of the file bytes themselves. */
 const overhead = (limits: ArchiveLimits): number => limits.maxFiles * 3 * 512 + 64 * 1024 * 1024;
 
@@ -41,7 +46,9 @@ Header.prototype.decode = function (this: HeaderWithRawName, buf: Buffer, off: n
 
 const port = parentPort;
 if (!port) throw new Error('fs-worker must run as a worker thread');
-const send = (message: FromWorker): void => port.postMessage(message);
+const send = (message: FromWorker, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
+/** Hands a chunk's buffer back to the main thread, which fills it with the next one. */
+const ack = (job: number, data: Uint8Array): void => send({ type: 'ack', job, data }, [data.buffer as ArrayBuffer]);
 
 class Job {
   private readonly ledger: ArchiveLedger;
@@ -52,6 +59,10 @@ class Job {
   private trailer = 0;
   private tarEnded = false;
   private openFd: number | undefined;
+  private readonly queue: Buffer[] = [];
+  private queuedBytes = 0;
+  private scheduled = false;
+  private inflateEnded = false;
   finished = false;
 
   constructor(
@@ -64,9 +75,12 @@ class Job {
     this.decompressedCap = limits.maxBytes + overhead(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
     this.parser = new Parser({ strict: false });
-    this.gunzip.on('data', (chunk: Buffer) => this.guard(() => this.inflated(chunk)));
+    this.gunzip.on('data', (chunk: Buffer) => this.queueInflated(chunk));
     this.gunzip.on('error', (error: Error) => this.fail('rejected', `not a valid gzip stream: ${error.message}`));
-    this.gunzip.on('end', () => this.guard(() => this.parser.end()));
+    this.gunzip.on('end', () => {
+      this.inflateEnded = true;
+      this.schedule();
+    });
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
     this.parser.on('ignoredEntry', (entry: ReadEntry) =>
       this.fail('rejected', `entry type ${entry.type} is not allowed: ${entry.path}`),
@@ -81,10 +95,10 @@ class Job {
 
   write(data: Uint8Array): void {
     if (this.finished) {
-      send({ type: 'ack', job: this.id });
+      ack(this.id, data);
       return;
     }
-    this.gunzip.write(data, () => send({ type: 'ack', job: this.id }));
+    this.gunzip.write(data, () => ack(this.id, data));
   }
 
   end(): void {
@@ -97,6 +111,39 @@ class Job {
     this.closeOpenFile();
     this.gunzip.destroy();
     send({ type: 'failed', job: this.id, kind, message });
+  }
+
+  /**
+   * zlib inflates on the thread pool, but it starts the next block only once this
+   * thread has taken the last one. Taking the block and unpacking it a turn later lets
+   * the next block inflate while this one is written, as gzip and tar do in a pipe.
+   */
+  private queueInflated(chunk: Buffer): void {
+    this.queue.push(chunk);
+    this.queuedBytes += chunk.length;
+    if (this.queuedBytes >= QUEUE_LIMIT) this.gunzip.pause();
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.guard(() => this.drain());
+    });
+  }
+
+  private drain(): void {
+    for (let chunk = this.queue.shift(); chunk; chunk = this.queue.shift()) {
+      this.queuedBytes -= chunk.length;
+      this.inflated(chunk);
+      if (this.finished) return;
+    }
+    if (this.inflateEnded) {
+      this.inflateEnded = false;
+      this.parser.end();
+    } else if (this.gunzip.isPaused()) this.gunzip.resume();
   }
 
   private guard(work: () => void, after?: () => void): void {
@@ -112,6 +159,7 @@ class Job {
   private inflated(chunk: Buffer): void {
     if (this.finished) return;
     this.decompressed += chunk.length;
+    garbage.dropped(chunk.length);
     if (this.decompressed > this.decompressedCap) {
       throw new ArchiveRejected(`archive decompresses to more than ${this.decompressedCap} bytes`);
     }
