@@ -4,8 +4,7 @@
  * own extractor makes several, and was 10.9x GNU tar); they block only this worker,
  * never the HTTP event loop. docs/performance.md has the figures.
  */
-import { closeSync, fchmodSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, constants, fchmodSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { Header, Parser, type ReadEntry } from 'tar';
@@ -16,6 +15,8 @@ import { YoungGarbage } from './young-garbage.js';
 
 /** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
 const MAX_TRAILER_BYTES = 1024 * 1024;
+/** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
 /** Inflated bytes waiting to be unpacked before zlib is paused. */
 const QUEUE_LIMIT = 2 * 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
@@ -182,20 +183,31 @@ class Job {
     const path = normaliseEntryPath(entry.path);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
     for (const dir of newDirs) {
-      mkdirSync(join(this.root, dir), 0o755);
-      if (this.chmod) fchmodDir(join(this.root, dir));
+      mkdirSync(this.inRoot(dir), 0o755);
+      if (this.chmod) fchmodDir(this.inRoot(dir));
     }
     if (kind === 'directory') {
       entry.resume();
       return;
     }
-    // 'wx' (O_CREAT|O_EXCL) never follows or truncates anything already there.
-    const fd = openSync(join(this.root, path), 'wx', 0o644);
-    this.openFd = fd;
-    if (this.chmod) fchmodSync(fd, 0o644);
-    entry.on('data', (chunk: Buffer) => this.guard(() => writeFully(fd, chunk)));
-    entry.on('end', () => this.guard(() => this.closeOpenFile()));
+    this.openFd = openSync(this.inRoot(path), CREATE_NEW, 0o644);
+    if (this.chmod) fchmodSync(this.openFd, 0o644);
+    entry.on('data', this.onFileData);
+    entry.on('end', this.onFileEnd);
   }
+
+  /** A normalised path has no '.', '..' or empty component: no path.join needed per entry. */
+  private inRoot(path: string): string {
+    return `${this.root}/${path}`;
+  }
+
+  // One pair of handlers for every file, not two closures per entry.
+  private readonly onFileData = (chunk: Buffer): void =>
+    this.guard(() => {
+      if (this.openFd !== undefined) writeFully(this.openFd, chunk);
+    });
+
+  private readonly onFileEnd = (): void => this.guard(() => this.closeOpenFile());
 
   private closeOpenFile(): void {
     const fd = this.openFd;
