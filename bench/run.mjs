@@ -2,7 +2,7 @@
 // sitedrop's benchmark: a full HTTP deploy against the by-hand way (GNU tar + ln -s + mv -T)
 // on the same disk, pairs interleaved A B A B; then a 100 MiB upload with the service's
 // RSS sampled and GET /api/v1/status polled throughout. Prints one table, writes JSON.
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -158,6 +158,24 @@ function readStatus(pid, field) {
   return Number(/(\d+)/.exec(line)[1]) * 1024;
 }
 
+/** bench/status-poller.mjs in a process of its own; stop() resolves with its latencies. */
+async function startPoller(url) {
+  const child = fork(join(here, 'status-poller.mjs'), [url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  running.add(child);
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`status poller exited (${code})`)));
+  });
+  return {
+    stop: () => new Promise((resolve, reject) => {
+      child.removeAllListeners('exit');
+      child.once('message', (m) => resolve(m.latencies));
+      child.once('exit', (code) => code !== 0 && reject(new Error(`status poller exited (${code})`)));
+      child.send('stop');
+    }),
+  };
+}
+
 async function memoryAndLatency(work, archive) {
   const dataDir = join(work, 'memory-service');
   const service = await startService(dataDir);
@@ -165,23 +183,13 @@ async function memoryAndLatency(work, archive) {
   await httpDeploy(service.url, token, 'warm', archive.small);
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, readStatus(service.pid, 'VmRSS'))), 5);
-  const latencies = [];
-  let polling = true;
-  const poller = (async () => {
-    while (polling) {
-      const started = now();
-      const r = await fetch(`${service.url}/api/v1/status`);
-      await r.arrayBuffer();
-      latencies.push(now() - started);
-      await new Promise((res) => setTimeout(res, 5));
-    }
-  })();
+  const poller = await startPoller(service.url);
   let deployMs;
+  let latencies;
   try {
     deployMs = await httpDeploy(service.url, token, 'large', archive.large);
   } finally {
-    polling = false;
-    await poller;
+    latencies = await poller.stop();
     clearInterval(sampler);
   }
   peak = Math.max(peak, readStatus(service.pid, 'VmHWM'));
