@@ -204,7 +204,9 @@ class Job {
   // One pair of handlers for every file, not two closures per entry.
   private readonly onFileData = (chunk: Buffer): void =>
     this.guard(() => {
-      if (this.openFd !== undefined) writeFully(this.openFd, chunk);
+      // node-tar ends each entry before it starts the next; anything else must fail loudly.
+      if (this.openFd === undefined) throw new Error('file data arrived with no file open');
+      writeFully(this.openFd, chunk);
     });
 
   private readonly onFileEnd = (): void => this.guard(() => this.closeOpenFile());
