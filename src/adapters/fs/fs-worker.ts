@@ -1,22 +1,26 @@
 /**
- * Unpacks one archive at a time, or deletes one tree, off the main thread. Synchronous
- * fs calls cost one syscall each, with no thread-pool round trip per entry (node-tar's
- * own extractor makes several, and was 10.9x GNU tar); they block only this worker,
- * never the HTTP event loop. docs/performance.md has the figures.
+ * Unpacks one archive at a time, or deletes one tree, off the main thread: inflates,
+ * parses and checks every entry against the archive policy here, and hands the
+ * directories and files to create to a writer thread of its own (fs-writer.ts), which
+ * makes them with synchronous calls, one syscall each, with no thread-pool round trip
+ * per entry (node-tar's own extractor makes several, and was 10.9x GNU tar). Neither
+ * thread is the HTTP event loop. docs/performance.md has the figures.
  */
-import { closeSync, constants, fchmodSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
+import { rmSync } from 'node:fs';
+import { parentPort, Worker } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { Header, Parser, type ReadEntry } from 'tar';
 import { ArchiveLedger, assertNoDotDot, entryKind, normaliseEntryPath, type ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
+import { BATCH_BYTES, OpBatcher } from './fs-ops.js';
 import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
+import type { FromWriter, ToWriter } from './fs-writer.js';
 import { YoungGarbage } from './young-garbage.js';
 
 /** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
 const MAX_TRAILER_BYTES = 1024 * 1024;
-/** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
-const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+/** Batches of operations sent to the writer and not yet carried out; bounds memory per deploy. */
+const MAX_BATCHES_IN_FLIGHT = 4;
 /** Inflated bytes waiting to be unpacked before zlib is paused. */
 const QUEUE_LIMIT = 2 * 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
@@ -51,6 +55,12 @@ const send = (message: FromWorker, transfer?: ArrayBuffer[]): void => port.postM
 /** Hands a chunk's buffer back to the main thread, which fills it with the next one. */
 const ack = (job: number, data: Uint8Array): void => send({ type: 'ack', job, data }, [data.buffer as ArrayBuffer]);
 
+// This thread parses and checks; the writer thread creates the files (fs-writer.ts).
+const writer = new Worker(new URL('./fs-writer.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 } });
+const toWriter = (message: ToWriter, transfer?: ArrayBuffer[]): void => writer.postMessage(message, transfer);
+/** Batch buffers go to the writer and come back with its acks, to be filled again. */
+const spareBatches: Uint8Array[] = [];
+
 class Job {
   private readonly ledger: ArchiveLedger;
   private readonly gunzip: Gunzip;
@@ -59,7 +69,10 @@ class Job {
   private decompressed = 0;
   private trailer = 0;
   private tarEnded = false;
-  private openFd: number | undefined;
+  private readonly ops: OpBatcher;
+  private batchesInFlight = 0;
+  /** The answer to send once the writer has dealt with every batch. */
+  private outcome: Extract<FromWorker, { type: 'done' | 'failed' }> | undefined;
   private readonly queue: Buffer[] = [];
   private queuedBytes = 0;
   private scheduled = false;
@@ -68,11 +81,19 @@ class Job {
 
   constructor(
     private readonly id: number,
-    private readonly root: string,
-    private readonly limits: ArchiveLimits,
-    private readonly chmod: boolean,
+    root: string,
+    limits: ArchiveLimits,
+    chmod: boolean,
   ) {
     this.ledger = new ArchiveLedger(limits);
+    toWriter({ type: 'begin', job: id, root, chmod });
+    this.ops = new OpBatcher(
+      () => spareBatches.pop() ?? new Uint8Array(BATCH_BYTES),
+      (batch) => {
+        this.batchesInFlight += 1;
+        toWriter({ type: 'ops', job: id, data: batch }, [batch.buffer as ArrayBuffer]);
+      },
+    );
     this.decompressedCap = limits.maxBytes + overhead(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
     this.parser = new Parser({ strict: false });
@@ -109,9 +130,35 @@ class Job {
   fail(kind: FailureKind, message: string): void {
     if (this.finished) return;
     this.finished = true;
-    this.closeOpenFile();
     this.gunzip.destroy();
-    send({ type: 'failed', job: this.id, kind, message });
+    this.finishWith({ type: 'failed', job: this.id, kind, message });
+  }
+
+  /** Answers only once the writer is idle: nothing may still be writing into a release being thrown away. */
+  private finishWith(outcome: NonNullable<Job['outcome']>): void {
+    this.outcome = outcome;
+    toWriter({ type: 'flush', job: this.id });
+  }
+
+  fromWriter(message: FromWriter): void {
+    if (message.type === 'ack') {
+      this.batchesInFlight -= 1;
+      if (!this.finished) this.schedule();
+    } else if (message.type === 'failed') {
+      if (!this.finished) this.fail('io', message.message);
+      else if (this.outcome?.type === 'done') this.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
+    } else if (this.outcome) {
+      send(this.outcome);
+      this.outcome = undefined;
+    }
+  }
+
+  /** The writer thread died: no flush will come, so answer now; the pool discards this worker. */
+  writerCrashed(error: Error): void {
+    const outcome = this.outcome ?? (this.finished ? undefined : { type: 'failed' as const, job: this.id, kind: 'io' as const, message: error.message });
+    this.finished = true;
+    this.outcome = undefined;
+    if (outcome) send(outcome.type === 'done' ? { type: 'failed', job: this.id, kind: 'io', message: error.message } : outcome);
   }
 
   /**
@@ -136,7 +183,12 @@ class Job {
   }
 
   private drain(): void {
+    // The writer's acks call this again when it has caught up.
     for (let chunk = this.queue.shift(); chunk; chunk = this.queue.shift()) {
+      if (this.batchesInFlight >= MAX_BATCHES_IN_FLIGHT) {
+        this.queue.unshift(chunk);
+        return;
+      }
       this.queuedBytes -= chunk.length;
       this.inflated(chunk);
       if (this.finished) return;
@@ -182,65 +234,43 @@ class Job {
     const kind = entryKind(entry.type, entry.path);
     const path = normaliseEntryPath(entry.path);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
-    for (const dir of newDirs) {
-      mkdirSync(this.inRoot(dir), 0o755);
-      if (this.chmod) fchmodDir(this.inRoot(dir));
-    }
+    for (const dir of newDirs) this.ops.mkdir(dir);
     if (kind === 'directory') {
       entry.resume();
       return;
     }
-    this.openFd = openSync(this.inRoot(path), CREATE_NEW, 0o644);
-    if (this.chmod) fchmodSync(this.openFd, 0o644);
+    this.ops.create(path);
     entry.on('data', this.onFileData);
     entry.on('end', this.onFileEnd);
   }
 
-  /** A normalised path has no '.', '..' or empty component: no path.join needed per entry. */
-  private inRoot(path: string): string {
-    return `${this.root}/${path}`;
-  }
+  // One pair of handlers for every file, not two closures per entry. node-tar ends each
+  // entry before it starts the next, so the writer's one open file is this entry's.
+  private readonly onFileData = (chunk: Buffer): void => {
+    if (!this.finished) this.ops.write(chunk);
+  };
 
-  // One pair of handlers for every file, not two closures per entry.
-  private readonly onFileData = (chunk: Buffer): void =>
-    this.guard(() => {
-      // node-tar ends each entry before it starts the next; anything else must fail loudly.
-      if (this.openFd === undefined) throw new Error('file data arrived with no file open');
-      writeFully(this.openFd, chunk);
-    });
-
-  private readonly onFileEnd = (): void => this.guard(() => this.closeOpenFile());
-
-  private closeOpenFile(): void {
-    const fd = this.openFd;
-    this.openFd = undefined;
-    if (fd !== undefined) closeSync(fd);
-  }
+  private readonly onFileEnd = (): void => {
+    if (!this.finished) this.ops.close();
+  };
 
   private complete(): void {
     if (this.finished) return;
     if (this.ledger.files === 0) throw new ArchiveRejected('archive contains no files');
     this.finished = true;
-    send({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
-  }
-}
-
-function writeFully(fd: number, chunk: Buffer): void {
-  let offset = 0;
-  while (offset < chunk.length) offset += writeSync(fd, chunk, offset, chunk.length - offset);
-}
-
-function fchmodDir(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fchmodSync(fd, 0o755);
-  } finally {
-    closeSync(fd);
+    this.ops.flush();
+    this.finishWith({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
   }
 }
 
 let current: Job | undefined;
 let currentId = -1;
+
+writer.on('message', (message: FromWriter) => {
+  if (message.type === 'ack') spareBatches.push(new Uint8Array(message.data.buffer));
+  if (current && message.job === currentId) current.fromWriter(message);
+});
+writer.on('error', (error: Error) => current?.writerCrashed(error));
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'remove') {
