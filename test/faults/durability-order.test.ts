@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAIN, NODE_FLAGS } from '../support/child-service.js';
+import { MAIN, NODE_FLAGS, START_ENV } from '../support/child-service.js';
 import { versionedSite } from '../support/sites.js';
 
 const ADMIN = 'durable-admin-token-0123456789abcdefghij';
@@ -22,7 +22,7 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
     const child = spawn(
       'strace',
       ['-f', '-qq', '-y', '-s', '300', '-e', 'trace=syncfs,fsync,fdatasync,rename,renameat,renameat2,symlink,symlinkat', '-o', trace, process.execPath, ...NODE_FLAGS, MAIN],
-      { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));

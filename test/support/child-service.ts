@@ -4,10 +4,10 @@ import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
-/** The node flags `npm start` passes, so tests run the service exactly as it is run. */
-export const NODE_FLAGS: string[] = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
-  .split(/\s+/)
-  .filter((word) => word.startsWith('--'));
+const START: string[] = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+/** The node flags and environment `npm start` sets, so tests run the service exactly as it is run. */
+export const NODE_FLAGS: string[] = START.filter((word) => word.startsWith('--'));
+export const START_ENV: Record<string, string> = Object.fromEntries(START.filter((word) => /^[A-Z_][A-Z0-9_]*=/.test(word)).map((word) => word.split('=') as [string, string]));
 
 export interface Child {
   readonly process: ChildProcess;
@@ -19,7 +19,7 @@ export interface Child {
 
 /** Starts the built service (what `npm start` runs) and waits for its "listening" line. */
 export async function startChild(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -43,7 +43,7 @@ export async function startChild(env: Record<string, string>): Promise<Child> {
 /** Runs the service expecting it to refuse to start; returns its exit code and output. */
 export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));

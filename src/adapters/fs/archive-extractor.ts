@@ -1,7 +1,7 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
 import type { FromWorker, ToWorker } from './fs-protocol.js';
-import { YoungGarbage } from './young-garbage.js';
+import { YoungGarbage } from './garbage.js';
 import type { WorkerPool } from './worker-pool.js';
 
 export interface Extracted {

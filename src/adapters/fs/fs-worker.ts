@@ -15,7 +15,7 @@ import { ArchiveRejected } from '../../domain/errors.js';
 import { BATCH_BYTES, OpBatcher } from './fs-ops.js';
 import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
 import type { FromWriter, ToWriter } from './fs-writer.js';
-import { YoungGarbage } from './young-garbage.js';
+import { releaseHeap, YoungGarbage } from './garbage.js';
 
 /** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
 const MAX_TRAILER_BYTES = 1024 * 1024;
@@ -150,6 +150,7 @@ class Job {
     } else if (this.outcome) {
       send(this.outcome);
       this.outcome = undefined;
+      setImmediate(releaseHeap);
     }
   }
 
