@@ -271,7 +271,15 @@ writer.on('message', (message: FromWriter) => {
   if (message.type === 'ack') spareBatches.push(new Uint8Array(message.data.buffer));
   if (current && message.job === currentId) current.fromWriter(message);
 });
-writer.on('error', (error: Error) => current?.writerCrashed(error));
+// Without its writer this worker can do nothing: answer the job in hand, then end, so
+// that the pool's users see the worker fail and the pool replaces it.
+writer.on('exit', (code: number) => {
+  const error = new Error(`the writer thread stopped (exit code ${code})`);
+  current?.writerCrashed(error);
+  setImmediate(() => {
+    throw error;
+  });
+});
 
 port.on('message', (message: ToWorker) => {
   if (message.type === 'remove') {

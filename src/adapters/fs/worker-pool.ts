@@ -30,8 +30,16 @@ export class WorkerPool {
   }
 
   acquire(): Worker {
+    const idle = this.idle.pop();
+    if (idle) return idle;
     // A small young generation keeps the per-entry garbage of big archives collected early.
-    return this.idle.pop() ?? new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 } });
+    const worker = new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 } });
+    // A worker that dies while idle must not be handed out again: nothing would answer.
+    worker.once('exit', () => {
+      const at = this.idle.indexOf(worker);
+      if (at !== -1) this.idle.splice(at, 1);
+    });
+    return worker;
   }
 
   release(worker: Worker, healthy: boolean): void {
