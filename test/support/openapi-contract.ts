@@ -101,7 +101,7 @@ export class OpenApiContract {
     return this.resolve(['components', 'responses', name]);
   }
 
-  /** A response object by its location, following a `$ref` to components. */
+  /** A response or header object by its location, following a `$ref` to components. */
   private resolve(location: string[]): { response: ResponseObject; location: string[] } {
     let node: unknown = this.document;
     for (const segment of location) node = (node as Record<string, unknown>)[segment];
@@ -112,15 +112,15 @@ export class OpenApiContract {
 
   private responseViolations(observed: ObservedResponse, response: ResponseObject, location: string[]): string[] {
     const found: string[] = [];
-    for (const [name, declared] of Object.entries(response.headers ?? {})) {
-      const header = declared.$ref ? (this.resolve(declared.$ref.replace(/^#\//, '').split('/')).response as typeof declared) : declared;
+    for (const name of Object.keys(response.headers ?? {})) {
+      const resolved = this.resolve([...location, 'headers', name]);
+      const header = resolved.response as { required?: boolean };
       const value = observed.header(name);
       if (value === undefined) {
         if (header.required) found.push(`required header ${name} is missing`);
         continue;
       }
-      const headerLocation = declared.$ref ? declared.$ref.replace(/^#\//, '').split('/') : [...location, 'headers', name];
-      found.push(...this.schemaViolations([...headerLocation, 'schema'], value, `header ${name}`));
+      found.push(...this.schemaViolations([...resolved.location, 'schema'], value, `header ${name}`));
     }
 
     const contentType = observed.header('content-type')?.split(';')[0]?.trim().toLowerCase();
