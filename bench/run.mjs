@@ -75,7 +75,7 @@ async function startService(dataDir) {
     child.on('exit', resolve);
     child.kill('SIGTERM');
   });
-  return { url, pid: child.pid, stop };
+  return { url, pid: child.pid, deploysRoot: join(dataDir, 'deploys'), stop };
 }
 
 async function createUser(url, username) {
@@ -141,14 +141,44 @@ function pruneByHand(root, project, keep = 5) {
   for (const name of names.slice(0, Math.max(0, names.length - keep))) rmSync(join(dir, name), { recursive: true, force: true });
 }
 
-async function pairs(label, runA, runB, handRoot, projects) {
+/** Resolves once the service's background collector has deleted every pruned release. */
+async function trashEmptied(deploysRoot) {
+  for (;;) {
+    let left;
+    try {
+      left = readdirSync(join(deploysRoot, '.trash')).length;
+    } catch {
+      return; // no trash directory: nothing was pruned yet
+    }
+    if (left === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Between timed runs, outside the timing: let the service finish deleting what it pruned,
+ * prune the by-hand side alike, then flush the whole disk. Each side then starts from a
+ * quiet disk and pays only for its own work: without it, the service's one syncfs also
+ * wrote back the by-hand side's last extraction and deletions (syncfs flushes the whole
+ * filesystem), and the by-hand side ran while the service's collector was deleting.
+ */
+async function settle(service, handRoot, projects) {
+  await trashEmptied(service.deploysRoot);
+  for (const p of projects) pruneByHand(handRoot, p);
+  execFileSync('sync');
+}
+
+async function pairs(label, runA, runB, settled) {
+  await settled();
   await runA();
+  await settled();
   await runB();
   const a = [];
   const b = [];
   for (let i = 0; i < PAIRS; i += 1) {
+    await settled();
     a.push(await runA());
-    for (const p of projects) pruneByHand(handRoot, p);
+    await settled();
     b.push(await runB());
     process.stderr.write(`  ${label} pair ${i + 1}/${PAIRS}: deploy ${a[i].toFixed(0)} ms, by hand ${b[i].toFixed(0)} ms\n`);
   }
@@ -221,7 +251,7 @@ async function main() {
       archives[name] = fixture.archive;
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
-      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), handRoot, [name]);
+      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), () => settle(service, handRoot, [name]));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r });
       rmSync(fixture.site, { recursive: true, force: true });
     }
@@ -232,8 +262,7 @@ async function main() {
       `${CONCURRENT}x ${base}`,
       async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; },
       async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
-      handRoot,
-      projects,
+      () => settle(service, handRoot, projects),
     );
     const baseScenario = results.scenarios.find((s) => s.name === base);
     results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r });
