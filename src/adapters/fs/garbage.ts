@@ -22,15 +22,3 @@ export class YoungGarbage {
     collect({ type: 'minor' });
   }
 }
-
-/**
- * A full collection, for a worker that has just finished an archive: a big one leaves
- * the worker's heap grown by its ledger and parser objects, and V8 keeps those pages
- * until it next needs a full collection, which an idle worker never does. Called off
- * the main thread only, after the answer has gone. Measured: a service's idle RSS after
- * a 5,000-file deploy 124.6 → 115.3 MiB, and its peak during a 100 MiB upload after it
- * 129.6 → 119.9 MiB.
- */
-export function releaseHeap(): void {
-  collect?.();
-}
