@@ -1,6 +1,7 @@
 import { resolveAdminToken } from './adapters/config/admin-token.js';
 import { ConfigError, loadConfig } from './adapters/config/config.js';
 import { redactUrl } from './adapters/db/redact-url.js';
+import { syncfsMethod } from './adapters/fs/durability.js';
 import { PinoLogger } from './adapters/log/logger.js';
 import { startService } from './service.js';
 
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     docsRoot: config.docsRoot,
     deploysRoot: config.deploysRoot,
     database: redactUrl(config.databaseUrl),
+    syncfs: syncfsMethod,
   });
 }
 

@@ -61,7 +61,7 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
       const projectDir = join(dataDir, 'deploys/dura/site');
       const docsDir = join(dataDir, 'docs/dura');
       const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      const flush = find('syncfs of the staged release', /syncfs\(/);
+      const flush = find('syncfs of the staged release', /syncfs\(\d+<[^>]*\/\.staging\/deploy\+/);
       const commit = find('rename into place', new RegExp(`rename(at2?)?\\(.*\\.staging/deploy\\+[^"]*", .*"${esc(projectDir)}/${release}"`), flush);
       const commitSync = find('fsync of the project directory', new RegExp(`f(data)?sync\\(\\d+<${esc(projectDir)}>`), commit);
       const link = find('the new symlink', new RegExp(`symlink(at)?\\("${esc(projectDir)}/${release}/", .*"${esc(docsDir)}/\\.site\\.tmp\\+`), commitSync);

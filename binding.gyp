@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "syncfs",
+      "sources": ["src/adapters/fs/native/syncfs.c"],
+      "cflags": ["-Wall", "-Wextra", "-O2"]
+    }
+  ]
+}
