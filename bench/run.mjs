@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // sitedrop's benchmark: a full HTTP deploy against the by-hand way (GNU tar + ln -s + mv -T)
-// on the same disk, pairs interleaved A B A B; then a 100 MiB upload with the service's
+// on the same disk, pairs interleaved A B A B (with, for reference, the by-hand way made
+// durable by `sync -f` in each round); then a 100 MiB upload with the service's
 // RSS sampled and GET /api/v1/status polled throughout. Prints one table, writes JSON.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -115,12 +116,17 @@ function httpDeploy(url, token, project, archive) {
 }
 
 let handCounter = 0;
-/** The by-hand way: extract into a new release directory, then ln -s + mv -T to swap. Returns ms. */
-function byHand(root, archive, project) {
+/**
+ * The by-hand way: extract into a new release directory, then ln -s + mv -T to swap.
+ * With `durable`, also what the service does to survive a crash: `sync -f` after the
+ * extraction (before the release goes live) and after the swap. Returns ms.
+ */
+function byHand(root, archive, project, durable = false) {
   handCounter += 1;
   const release = join(root, 'deploys', project, `r${handCounter}`);
   const docs = join(root, 'docs');
-  const script = `mkdir -p "${release}" "${docs}" && tar -xzf "${archive}" -C "${release}" && ln -s "${release}/" "${docs}/.${project}.tmp" && mv -T "${docs}/.${project}.tmp" "${docs}/${project}"`;
+  const flush = (dir) => (durable ? ` && sync -f "${dir}"` : '');
+  const script = `mkdir -p "${release}" "${docs}" && tar -xzf "${archive}" -C "${release}"${flush(release)} && ln -s "${release}/" "${docs}/.${project}.tmp" && mv -T "${docs}/.${project}.tmp" "${docs}/${project}"${flush(docs)}`;
   const started = now();
   return new Promise((resolve, reject) => {
     const child = spawn('sh', ['-c', script], { stdio: 'inherit' });
@@ -168,22 +174,34 @@ async function settle(service, handRoot, projects) {
   execFileSync('sync');
 }
 
-async function pairs(label, runA, runB, settled) {
-  await settled();
-  await runA();
-  await settled();
-  await runB();
+/**
+ * A (the service) and B (by hand) interleaved, pair after pair; the target is the median
+ * of the A/B ratios. C, by hand made durable, runs in each round too, for reference only:
+ * A/C shows what the service costs beyond the flushes the by-hand way skips.
+ */
+async function pairs(label, runA, runB, runC, settled) {
+  for (const run of [runA, runB, runC]) {
+    await settled();
+    await run();
+  }
   const a = [];
   const b = [];
+  const c = [];
   for (let i = 0; i < PAIRS; i += 1) {
     await settled();
     a.push(await runA());
     await settled();
     b.push(await runB());
-    process.stderr.write(`  ${label} pair ${i + 1}/${PAIRS}: deploy ${a[i].toFixed(0)} ms, by hand ${b[i].toFixed(0)} ms\n`);
+    await settled();
+    c.push(await runC());
+    process.stderr.write(`  ${label} pair ${i + 1}/${PAIRS}: deploy ${a[i].toFixed(0)} ms, by hand ${b[i].toFixed(0)} ms, by hand + sync -f ${c[i].toFixed(0)} ms\n`);
   }
   const ratios = a.map((x, i) => x / b[i]);
-  return { aMs: a, bMs: b, ratios, medianRatio: median(ratios), medianA: median(a), medianB: median(b) };
+  const durableRatios = a.map((x, i) => x / c[i]);
+  return {
+    aMs: a, bMs: b, cMs: c, ratios, medianRatio: median(ratios), medianA: median(a), medianB: median(b), medianC: median(c),
+    durableRatios, medianDurableRatio: median(durableRatios),
+  };
 }
 
 function readStatus(pid, field) {
@@ -251,7 +269,7 @@ async function main() {
       archives[name] = fixture.archive;
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
-      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), () => settle(service, handRoot, [name]));
+      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => settle(service, handRoot, [name]));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r });
       rmSync(fixture.site, { recursive: true, force: true });
     }
@@ -262,6 +280,7 @@ async function main() {
       `${CONCURRENT}x ${base}`,
       async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; },
       async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
+      async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
       () => settle(service, handRoot, projects),
     );
     const baseScenario = results.scenarios.find((s) => s.name === base);
@@ -287,8 +306,8 @@ async function main() {
   results.referenceRatio = reference.medianRatio;
   results.worst = { name: worst.name, ratio: worst.medianRatio };
   const rows = [
-    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios'],
-    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' ')]),
+    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios', 'by hand + sync -f ms', 'ratio to it'],
+    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' '), s.medianC.toFixed(0), s.medianDurableRatio.toFixed(2)]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;

@@ -19,6 +19,8 @@ describe('npm run bench', () => {
       for (const s of results.scenarios) {
         expect(s.ratios).toHaveLength(1);
         expect(s.ratios[0]).toBeGreaterThan(0);
+        expect(s.durableRatios).toHaveLength(1);
+        expect(s.medianC).toBeGreaterThan(0);
         expect(s.files).toBeGreaterThan(0);
       }
       expect(results.memory.peakRssMiB).toBeGreaterThan(10);
