@@ -68,7 +68,19 @@ async function startService(dataDir) {
     });
     child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));
   });
-  child.stdout.resume();
+  // The service logs each deploy's phases (stage, of it flush, publish, prune): kept, per project.
+  const phases = new Map();
+  let partial = '';
+  child.stdout.on('data', (c) => {
+    const lines = (partial + c).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      if (!line.includes('"msg":"deployed"')) continue;
+      const entry = JSON.parse(line);
+      if (!phases.has(entry.project)) phases.set(entry.project, []);
+      phases.get(entry.project).push(entry.phasesMs);
+    }
+  });
   running.add(child);
   child.on('exit', () => running.delete(child));
   const stop = () => new Promise((resolve) => {
@@ -76,7 +88,7 @@ async function startService(dataDir) {
     child.on('exit', resolve);
     child.kill('SIGTERM');
   });
-  return { url, pid: child.pid, deploysRoot: join(dataDir, 'deploys'), stop };
+  return { url, pid: child.pid, deploysRoot: join(dataDir, 'deploys'), phases, stop };
 }
 
 async function createUser(url, username) {
@@ -204,6 +216,13 @@ async function pairs(label, runA, runB, runC, settled) {
   };
 }
 
+/** Median of each phase the service logged for these projects' timed deploys (warm-ups left out). */
+function medianPhases(service, projects) {
+  const timed = projects.flatMap((p) => (service.phases.get(p) ?? []).slice(1));
+  if (timed.length === 0) return undefined;
+  return Object.fromEntries(Object.keys(timed[0]).map((k) => [k, median(timed.map((t) => t[k]))]));
+}
+
 function readStatus(pid, field) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line)[1]) * 1024;
@@ -270,7 +289,7 @@ async function main() {
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
       const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => settle(service, handRoot, [name]));
-      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r });
+      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs: medianPhases(service, [name]) });
       rmSync(fixture.site, { recursive: true, force: true });
     }
     const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
@@ -284,7 +303,7 @@ async function main() {
       () => settle(service, handRoot, projects),
     );
     const baseScenario = results.scenarios.find((s) => s.name === base);
-    results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r });
+    results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs: medianPhases(service, projects) });
   } finally {
     await service.stop();
   }
@@ -315,6 +334,10 @@ async function main() {
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows.slice(1)) console.log(line(r));
   console.log('');
+  for (const sc of results.scenarios) {
+    const p = sc.servicePhasesMs;
+    if (p) console.log(`${sc.name}: the service's own phases, median ms: stage ${p.stage} (of it flush to disk ${p.flush}), lock wait ${p.lockWait}, publish ${p.publish}, record + prune ${p.prune}`);
+  }
   console.log(`reference (${reference.name}) ratio: ${reference.medianRatio.toFixed(2)}; worst shape: ${worst.name} ${worst.medianRatio.toFixed(2)}; median of all pair ratios: ${overall.toFixed(2)}`);
   const m = results.memory;
   console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, service peak RSS ${m.peakRssMiB.toFixed(1)} MiB, ` +

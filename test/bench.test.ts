@@ -21,6 +21,7 @@ describe('npm run bench', () => {
         expect(s.ratios[0]).toBeGreaterThan(0);
         expect(s.durableRatios).toHaveLength(1);
         expect(s.medianC).toBeGreaterThan(0);
+        expect(s.servicePhasesMs).toEqual({ stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) });
         expect(s.files).toBeGreaterThan(0);
       }
       expect(results.memory.peakRssMiB).toBeGreaterThan(10);

@@ -33,8 +33,11 @@ export interface Deployed {
   readonly pruneError?: Error;
   /** Set when the release went live but its deploy record could not be written. */
   readonly recordError?: Error;
-  /** Milliseconds spent unpacking (upload included), waiting for the lock, publishing, pruning. */
-  readonly timings: { readonly stage: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
+  /**
+   * Milliseconds spent unpacking (upload included), of which flushing the files to disk,
+   * waiting for the lock, publishing, pruning.
+   */
+  readonly timings: { readonly stage: number; readonly flush: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
 }
 
 /**
@@ -119,7 +122,7 @@ export class DeployRelease {
           .then(() => undefined, (error: unknown) => error as Error);
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
-        const timings = { stage, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
+        const timings = { stage, flush: staged.flushMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
         return {
           user,
           project,

@@ -45,11 +45,21 @@ describe('logs: one JSON line per request and per deploy outcome, never a token'
     tokens.push(rerolled);
     expect(logged()).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ msg: 'deployed', user: 'deployer', project: 'site', release: ok.body.release, files: 2, bytes: 6, compressedBytes: expect.any(Number), durationMs: expect.any(Number) }),
+        expect.objectContaining({
+          msg: 'deployed', user: 'deployer', project: 'site', release: ok.body.release, files: 2, bytes: 6, compressedBytes: expect.any(Number), durationMs: expect.any(Number),
+          phasesMs: { stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) },
+        }),
         expect.objectContaining({ msg: 'deploy failed', user: 'deployer', status: 500, reason: "failed to extract tarball: path contains '..' component which is not allowed: ../escape" }),
         expect.objectContaining({ msg: 'request', path: '/api/v1/deploy', status: 401, user: null }),
       ]),
     );
+  });
+
+  it('times the flush to disk as a part of the staging', () => {
+    const deployed = logged().find((l) => l.msg === 'deployed') as { phasesMs: { stage: number; flush: number } };
+    expect(deployed.phasesMs.flush).toBeGreaterThanOrEqual(0);
+    // Both are whole milliseconds from different clocks: allow the rounding.
+    expect(deployed.phasesMs.flush).toBeLessThanOrEqual(deployed.phasesMs.stage + 1);
   });
 
   it('never writes a token or an Authorization header', () => {

@@ -72,8 +72,10 @@ export class NodeReleaseFs implements ReleaseFs {
     try {
       const extracted = await this.extractor.extract(archive, dir, limits, needsChmod, signal);
       await chmod(dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
+      const flushing = performance.now();
       await syncFilesystem(dir);
-      return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes };
+      const flushMs = Math.round(performance.now() - flushing);
+      return { handle: dir, files: extracted.files, bytes: extracted.bytes, compressedBytes: extracted.compressedBytes, flushMs };
     } catch (error) {
       // The failure is what the client needs to hear; an area that cannot be moved now
       // (the same disk or permission trouble) stays in staging for start-up to remove.

@@ -10,6 +10,8 @@ export interface StagedRelease {
   readonly files: number;
   readonly bytes: number;
   readonly compressedBytes: number;
+  /** Milliseconds of the staging spent making the unpacked files durable. */
+  readonly flushMs: number;
 }
 
 /** The release tree: staging areas, release directories and the live symlinks. */
