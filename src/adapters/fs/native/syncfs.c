@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <node_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
