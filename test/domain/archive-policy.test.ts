@@ -1,6 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ArchiveLedger, entryKind, normaliseEntryPath } from '../../src/domain/archive-policy.js';
+import {
+  ArchiveLedger,
+  assertPaxKeys,
+  assertTarStart,
+  entryKind,
+  InflatedStream,
+  normaliseEntryPath,
+  paxKeys,
+  refuseIgnoredEntry,
+  SHOWN_NAME_CHARS,
+  shownName,
+} from '../../src/domain/archive-policy.js';
+import { header, pax, tar } from '../support/tar-builder.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 
 const segment = fc.stringMatching(/^[a-zA-Z0-9_.-]{1,12}$/).filter((s) => s !== '.' && s !== '..');
@@ -88,9 +100,16 @@ describe('entry paths', () => {
     expect(entryKind('Directory', 'a')).toBe('directory');
     expect(rejection(() => entryKind('SymbolicLink', 'l'))).toBe('links are not allowed: l');
     expect(rejection(() => entryKind('Link', 'h'))).toBe('links are not allowed: h');
-    for (const type of ['CharacterDevice', 'BlockDevice', 'FIFO', 'SparseFile']) {
+    for (const type of ['CharacterDevice', 'BlockDevice', 'FIFO', 'GNUDumpDir']) {
       expect(rejection(() => entryKind(type, 'x'))).toBe(`entry type ${type} is not allowed: x`);
     }
+    expect(rejection(() => entryKind('SparseFile', 'x'))).toBe('GNU sparse files are not supported (archive without --sparse): x');
+    expect(rejection(() => entryKind('ContiguousFile', 'd/'))).toBe("a file entry's name ends in '/': d/");
+  });
+
+  it('refuses what the parser skipped rather than publish a site without it', () => {
+    expect(rejection(() => refuseIgnoredEntry('ExtendedHeader', 'PaxHeader', true))).toBe('a ExtendedHeader header larger than 1 MiB: PaxHeader');
+    expect(rejection(() => refuseIgnoredEntry('TapeVolumeHeader', 'v\u001b', false))).toBe('entry type TapeVolumeHeader is not allowed: v\\u001b');
   });
 });
 
@@ -105,7 +124,8 @@ describe('ArchiveLedger', () => {
     expect(ledger.admit('directory', 'e', 0)).toEqual(['e']);
     expect(ledger.admit('directory', '', 0)).toEqual([]);
     expect(ledger.files).toBe(2);
-    expect(ledger.entries).toBe(4);
+    // a, a/b, two files, e: what reached the disk.
+    expect(ledger.entries).toBe(5);
   });
 
   it('refuses duplicates and file/directory clashes', () => {
@@ -126,6 +146,132 @@ describe('ArchiveLedger', () => {
     const few = new ArchiveLedger({ maxFiles: 2, maxBytes: 10 });
     few.admit('file', 'a', 0);
     few.admit('file', 'b', 0);
-    expect(rejection(() => few.admit('file', 'c', 0))).toBe('archive has more than 2 entries');
+    expect(rejection(() => few.admit('file', 'c', 0))).toBe('archive has more than 2 files and directories');
+  });
+
+  it('counts every directory a path implies toward the limit, and an explicit one only once', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 20 }), (paths) => {
+        const ledger = new ArchiveLedger({ maxFiles: 1_000_000, maxBytes: 1_000_000 });
+        const dirs = new Set<string>();
+        const explicit = new Set<string>();
+        let files = 0;
+        for (const parts of paths) {
+          const path = `${parts.join('/')}/f${files}`;
+          try {
+            ledger.admit('file', path, 0);
+          } catch {
+            continue; // a clash with an earlier file; not what this property is about
+          }
+          files += 1;
+          for (let i = 1; i < parts.length + 1; i += 1) dirs.add(parts.slice(0, i).join('/'));
+          if (!explicit.has(parts.join('/'))) ledger.admit('directory', parts.join('/'), 0);
+          explicit.add(parts.join('/'));
+          expect(ledger.entries).toBe(dirs.size + files);
+        }
+      }),
+    );
+    const ledger = new ArchiveLedger({ maxFiles: 31, maxBytes: 10 });
+    expect(rejection(() => ledger.admit('file', `${Array(31).fill('d').join('/')}/f`, 0))).toBe('archive has more than 31 files and directories');
+  });
+
+  it('asks for at least one file at the end', () => {
+    const ledger = new ArchiveLedger(limits);
+    ledger.admit('directory', 'a', 0);
+    expect(rejection(() => ledger.assertComplete())).toBe('archive contains no files');
+    ledger.admit('file', 'a/b', 0);
+    ledger.assertComplete();
+  });
+});
+
+describe('names in messages', () => {
+  it('are escaped and cut at SHOWN_NAME_CHARS, whatever they hold', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 600 }), (name) => {
+        const shown = shownName(name);
+        expect(shown.length).toBeLessThanOrEqual(SHOWN_NAME_CHARS + 1);
+        // eslint-disable-next-line no-control-regex
+        expect(shown).not.toMatch(/[\x00-\x1f\x7f]/);
+        if (shown.endsWith('…') && !name.endsWith('…')) expect(name.length).toBeGreaterThan(SHOWN_NAME_CHARS / 6);
+      }),
+    );
+    expect(shownName('a\nb')).toBe('a\\u000ab');
+    expect(shownName('x'.repeat(1024 * 1024))).toBe(`${'x'.repeat(200)}…`);
+  });
+
+  it('are cut in every reason the policy gives', () => {
+    const long = 'n'.repeat(5000);
+    for (const reason of [
+      rejection(() => normaliseEntryPath(`${long}/../x`)),
+      rejection(() => normaliseEntryPath(`/${long}`)),
+      rejection(() => normaliseEntryPath(long)),
+      rejection(() => entryKind('FIFO', long)),
+      rejection(() => entryKind('SymbolicLink', long)),
+    ]) {
+      expect(reason.length).toBeLessThan(300);
+      expect(reason.endsWith('…')).toBe(true);
+    }
+  });
+});
+
+describe('the inflated stream', () => {
+  const block = (entry: Parameters<typeof header>[0]) => header(entry, 0);
+
+  it('must start with a tar header, and is refused when compressed again', () => {
+    assertTarStart(block({ path: 'index.html' }));
+    assertTarStart(tar([]).subarray(0, 512));
+    const twice = (kind: string) => `archive is compressed twice: the inflated stream is ${kind}, not tar (upload a .tar.gz compressed once)`;
+    const padded = (bytes: number[]) => Buffer.concat([Buffer.from(bytes), Buffer.alloc(512 - bytes.length)]);
+    expect(rejection(() => assertTarStart(padded([0x1f, 0x8b, 8])))).toBe(twice('gzip'));
+    expect(rejection(() => assertTarStart(padded([0x28, 0xb5, 0x2f, 0xfd])))).toBe(twice('zstd'));
+    expect(rejection(() => assertTarStart(padded([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0])))).toBe(twice('xz'));
+    expect(rejection(() => assertTarStart(padded([...Buffer.from('BZh9')])))).toBe(twice('bzip2'));
+    expect(rejection(() => assertTarStart(Buffer.from([0x1f, 0x8b])))).toBe(twice('gzip'));
+    expect(rejection(() => assertTarStart(Buffer.from('short')))).toBe('the inflated stream is not a tar archive');
+    expect(rejection(() => assertTarStart(Buffer.alloc(512, 0x41)))).toBe('the inflated stream is not a tar archive');
+    // A file may be named like bzip2's magic: a valid header is tar, whatever its name.
+    assertTarStart(block({ path: 'BZh.html' }));
+  });
+
+  it('refuses a tar header that gzip magic would make node-tar inflate', () => {
+    // 0x1f 0x8b as a name with a valid checksum: still refused, before the parser sees it.
+    const forged = block({ path: Buffer.from([0x1f, 0x8b, 0x08]) });
+    expect(rejection(() => assertTarStart(forged))).toMatch(/^archive is compressed twice: the inflated stream is gzip/);
+  });
+
+  it('caps what it inflates to, and what follows the end marker', () => {
+    const stream = new InflatedStream({ maxFiles: 1, maxBytes: 10 * 1024 * 1024 });
+    stream.take(64 * 1024 * 1024, false);
+    stream.take(1024 * 1024, true);
+    expect(rejection(() => stream.take(1, true))).toBe('unexpected data after the end of the tar archive');
+    const small = new InflatedStream({ maxFiles: 1, maxBytes: 0 });
+    expect(rejection(() => small.take(64 * 1024 * 1024 + 1537, false))).toBe(`archive decompresses to more than ${64 * 1024 * 1024 + 1536} bytes`);
+  });
+});
+
+describe('pax headers', () => {
+  const body = (records: Record<string, string>) => String(pax(records).body);
+
+  it('reads every key by its length, as tar does', () => {
+    expect(paxKeys(body({ path: 'a.html', 'GNU.sparse.major': '1', comment: 'é'.repeat(40) }))).toEqual(['path', 'GNU.sparse.major', 'comment']);
+    expect(paxKeys('')).toEqual([]);
+  });
+
+  it('refuses records node-tar would read otherwise', () => {
+    expect(rejection(() => paxKeys('41 comment=x\n28 path=sitedrop-pwned.html\n'))).toBe("a pax record's value holds a newline: comment");
+    for (const bad of ['99 path=x\n', 'path=x\n', '11 path=x\n', '9 =value\n', '9 novalue\n']) {
+      expect(rejection(() => paxKeys(bad))).toBe('malformed pax extended header');
+    }
+  });
+
+  it('refuses GNU sparse records and global names and sizes', () => {
+    for (const key of ['GNU.sparse.major', 'GNU.sparse.map', 'GNU.sparse.offset', 'GNU.sparse.name']) {
+      expect(rejection(() => assertPaxKeys([key], false, 'f'))).toBe('GNU sparse files are not supported (archive without --sparse): f');
+    }
+    for (const key of ['path', 'linkpath', 'size']) {
+      assertPaxKeys([key], false, 'f');
+      expect(rejection(() => assertPaxKeys([key], true, 'f'))).toBe(`a global pax header may not set ${key}`);
+    }
+    assertPaxKeys(['mtime', 'comment', 'uname', 'SCHILY.xattr.user.x'], true, 'f');
   });
 });

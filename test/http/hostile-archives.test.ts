@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOSTILE, OVER_SMALL_LIMITS, paxFlood, type HostileArchive } from '../support/hostile-archives.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { dir, file, tgz } from '../support/tar-builder.js';
+import { dir, file, tar, tgz } from '../support/tar-builder.js';
+import { gzipSync } from 'node:zlib';
 import { snapshot } from '../support/tree.js';
 
 /** Anything named sitedrop-pwned* anywhere under the temp directory is an escape. */
@@ -87,5 +88,52 @@ describe('hostile archives over HTTP: each refused, nothing outside the release,
       'a/b.html': expect.stringMatching(/^file 644 /),
       'index.html': expect.stringMatching(/^file 644 /),
     });
+  });
+
+  it('publishes old-style entries named with a trailing / as directories, as GNU tar extracts them', async () => {
+    const archive = tar([file('index.html', 'old'), { path: 'olddir/', type: '\u0000' }, { path: 'zerodir/', type: '0' }, file('olddir/in.html', 'in')]);
+    const r = await h.deploy(token, 'oldstyle', gzipSync(archive));
+    expect(r.status).toBe(200);
+    const byHand = await mkdtemp(join(tmpdir(), 'sitedrop-gnutar-'));
+    try {
+      execFileSync('tar', ['-xf', '-', '-C', byHand], { input: archive });
+      const published = await snapshot(join(h.docsRoot, 'victim/oldstyle/'));
+      expect(Object.keys(published).sort()).toEqual(Object.keys(await snapshot(byHand)).sort());
+      expect(published).toMatchObject({ olddir: 'dir 755', zerodir: 'dir 755' });
+    } finally {
+      await rm(byHand, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses every GNU sparse format as GNU tar writes it (old GNU, pax 0.0, 0.1, 1.0)', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'sitedrop-sparse-'));
+    try {
+      await mkdir(join(work, 'site'));
+      const holes = await open(join(work, 'site/holes.bin'), 'w');
+      await holes.write('start', 0);
+      await holes.write('end', 3 * 1024 * 1024);
+      await holes.close();
+      await open(join(work, 'site/index.html'), 'w').then(async (f) => {
+        await f.write('<h1>sparse</h1>');
+        await f.close();
+      });
+      const variants: [string, string[]][] = [
+        ['old GNU', ['--format=gnu']],
+        ['pax 0.0', ['--format=pax', '--sparse-version=0.0']],
+        ['pax 0.1', ['--format=pax', '--sparse-version=0.1']],
+        ['pax 1.0', ['--format=pax', '--sparse-version=1.0']],
+      ];
+      for (const [name, flags] of variants) {
+        const archive = execFileSync('tar', ['-czf', '-', '--sparse', ...flags, '-C', join(work, 'site'), 'index.html', 'holes.bin']);
+        const before = await snapshot(h.root);
+        const r = await h.deploy(token, 'site', archive);
+        expect({ name, status: r.status }).toEqual({ name, status: 500 });
+        expect(r.body.error).toMatch(/^failed to extract tarball: GNU sparse files are not supported \(archive without --sparse\): (GNUSparseFile\.\d+\/|\.\/GNUSparseFile\.\d+\/)?holes\.bin$/);
+        await h.trashEmptied();
+        expect(await snapshot(h.root)).toEqual(before);
+      }
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   });
 });

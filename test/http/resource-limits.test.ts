@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
-import { gzipBombOfZeros, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
+import { deepDirectories, doublyCompressedBomb, gzipBombOfZeros, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'limits-admin-token-0123456789abcdefghij';
@@ -52,10 +52,32 @@ describe('resource limits at their defaults, in a child service whose memory is 
     const archive = sixtyThousandEmptyFiles();
     const r = await deploy(child.url, token, 'site', archive);
     expect(r.status).toBe(500);
-    expect(r.body.error).toBe('failed to extract tarball: archive has more than 50000 entries');
+    expect(r.body.error).toBe('failed to extract tarball: archive has more than 50000 files and directories');
     const peak = peakRssMiB(child.process.pid!);
     console.log(`60,000-entry archive (${(archive.length / 1024).toFixed(0)} KB) refused; service peak RSS ${peak.toFixed(1)} MiB`);
     expect(peak).toBeLessThan(256);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
+    expect(await readdir(join(dataDir, 'deploys/bomber/site'))).toHaveLength(1);
+  });
+
+  it('refuses a tarball compressed twice at its first block, however the inner stream is padded', async () => {
+    const bomb = await doublyCompressedBomb();
+    const started = Date.now();
+    const r = await deploy(child.url, token, 'site', bomb);
+    expect(r.status).toBe(500);
+    expect(r.body.error).toBe('failed to extract tarball: archive is compressed twice: the inflated stream is gzip, not tar (upload a .tar.gz compressed once)');
+    const peak = peakRssMiB(child.process.pid!);
+    console.log(`double-gzip bomb (${(bomb.length / 1024).toFixed(0)} KB, 256 MiB of inner zeros) refused in ${Date.now() - started} ms; service peak RSS ${peak.toFixed(1)} MiB`);
+    expect(peak).toBeLessThan(256);
+    expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
+  });
+
+  it('counts the directories a path implies: 2,001 files 31 deep (62,031 directories) are over MAX_FILES 50,000', async () => {
+    const archive = deepDirectories(2001);
+    const r = await deploy(child.url, token, 'site', archive);
+    expect(r.status).toBe(500);
+    expect(r.body.error).toBe('failed to extract tarball: archive has more than 50000 files and directories');
+    console.log(`deep-directory archive (${(archive.length / 1024).toFixed(0)} KB, 2,001 files) refused`);
     expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
     expect(await readdir(join(dataDir, 'deploys/bomber/site'))).toHaveLength(1);
   });

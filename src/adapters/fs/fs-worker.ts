@@ -9,24 +9,34 @@
 import { rmSync } from 'node:fs';
 import { parentPort, Worker } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
-import { Header, Parser, type ReadEntry } from 'tar';
-import { ArchiveLedger, assertNoDotDot, entryKind, normaliseEntryPath, type ArchiveLimits } from '../../domain/archive-policy.js';
+import { Header, Parser, Pax, type ReadEntry } from 'tar';
+import {
+  ArchiveLedger,
+  assertNoDotDot,
+  assertNotAfterLoneZeroBlock,
+  assertPaxKeys,
+  assertTarStart,
+  entryKind,
+  InflatedStream,
+  normaliseEntryPath,
+  paxKeys,
+  refuseIgnoredEntry,
+  TAR_BLOCK,
+  unreadable,
+  type ArchiveLimits,
+} from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
 import { BATCH_BYTES, OpBatcher } from './fs-ops.js';
 import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
 import type { FromWriter, ToWriter } from './fs-writer.js';
 import { YoungGarbage } from './garbage.js';
 
-/** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
-const MAX_TRAILER_BYTES = 1024 * 1024;
 /** Batches of operations sent to the writer and not yet carried out; bounds memory per deploy. */
 const MAX_BATCHES_IN_FLIGHT = 4;
 /** Inflated bytes waiting to be unpacked before zlib is paused. */
 const QUEUE_LIMIT = 2 * 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
 const garbage = new YoungGarbage(4 * 1024 * 1024);
-/** Headers, PAX records and padding on top of the file bytes themselves. */
-const overhead = (limits: ArchiveLimits): number => limits.maxFiles * 3 * 512 + 64 * 1024 * 1024;
 
 /**
  * node-tar applies a PAX `path` record to the header object itself, so the name in the
@@ -49,6 +59,32 @@ Header.prototype.decode = function (this: HeaderWithRawName, buf: Buffer, off: n
   this[RAW_NAME] = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100);
 };
 
+/**
+ * node-tar keeps only the pax keys it applies, and reads records line by line; the
+ * policy needs every key, read by length as tar reads them (GNU.sparse.* records, a
+ * record hidden in another's value). The keys, or why they cannot be read, ride on the
+ * parsed header and are checked with the entry they apply to.
+ */
+const PAX_KEYS = Symbol('paxKeys');
+type PaxWithKeys = Pax & { [PAX_KEYS]?: string[] | ArchiveRejected };
+const parsePax = Pax.parse.bind(Pax);
+Pax.parse = (text: string, ex?: Pax, global?: boolean): Pax => {
+  const pax: PaxWithKeys = parsePax(text, ex, global);
+  const before = (ex as PaxWithKeys | undefined)?.[PAX_KEYS] ?? [];
+  try {
+    pax[PAX_KEYS] = before instanceof ArchiveRejected ? before : [...before, ...paxKeys(text)];
+  } catch (error) {
+    pax[PAX_KEYS] = error as ArchiveRejected;
+  }
+  return pax;
+};
+
+function checkPax(pax: PaxWithKeys | undefined, global: boolean, rawPath: string): void {
+  const keys = pax?.[PAX_KEYS];
+  if (keys instanceof ArchiveRejected) throw keys;
+  if (keys) assertPaxKeys(keys, global, rawPath);
+}
+
 const port = parentPort;
 if (!port) throw new Error('fs-worker must run as a worker thread');
 const send = (message: FromWorker, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
@@ -63,12 +99,13 @@ const spareBatches: Uint8Array[] = [];
 
 class Job {
   private readonly ledger: ArchiveLedger;
+  private readonly inflatedStream: InflatedStream;
   private readonly gunzip: Gunzip;
   private readonly parser: Parser;
-  private readonly decompressedCap: number;
-  private decompressed = 0;
-  private trailer = 0;
+  /** The inflated stream's first bytes, held until a whole tar block can be checked. */
+  private head: Buffer | undefined = Buffer.alloc(0);
   private tarEnded = false;
+  private sawZeroBlock = false;
   private readonly ops: OpBatcher;
   private batchesInFlight = 0;
   /** The answer to send once the writer has dealt with every batch. */
@@ -94,21 +131,23 @@ class Job {
         toWriter({ type: 'ops', job: id, data: batch }, [batch.buffer as ArrayBuffer]);
       },
     );
-    this.decompressedCap = limits.maxBytes + overhead(limits);
+    this.inflatedStream = new InflatedStream(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
-    this.parser = new Parser({ strict: false });
+    // No decompression of its own (assertTarStart makes sure it never sniffs one either).
+    this.parser = new Parser({ strict: false, zstd: false, brotli: false });
     this.gunzip.on('data', (chunk: Buffer) => this.queueInflated(chunk));
-    this.gunzip.on('error', (error: Error) => this.fail('rejected', `not a valid gzip stream: ${error.message}`));
+    this.gunzip.on('error', (error: Error) => this.fail('rejected', unreadable('gzip', error.message).reason));
     this.gunzip.on('end', () => {
       this.inflateEnded = true;
       this.schedule();
     });
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
-    this.parser.on('ignoredEntry', (entry: ReadEntry) =>
-      this.fail('rejected', `entry type ${entry.type} is not allowed: ${entry.path}`),
-    );
-    this.parser.on('warn', (_code: string, message: string) => this.fail('rejected', `invalid tar archive: ${message}`));
-    this.parser.on('error', (error: Error) => this.fail('rejected', `invalid tar archive: ${error.message}`));
+    this.parser.on('ignoredEntry', (entry: ReadEntry) => this.guard(() => refuseIgnoredEntry(entry.type, entry.path, entry.meta)));
+    this.parser.on('warn', (_code: string, message: string) => this.fail('rejected', unreadable('tar', message).reason));
+    this.parser.on('error', (error: Error) => this.fail('rejected', unreadable('tar', error.message).reason));
+    this.parser.on('nullBlock', () => {
+      this.sawZeroBlock = true;
+    });
     this.parser.on('eof', () => {
       this.tarEnded = true;
     });
@@ -197,6 +236,8 @@ class Job {
     }
     if (this.inflateEnded) {
       this.inflateEnded = false;
+      // A stream shorter than one block never reached the check.
+      if (this.head) this.checkHead(true);
       this.parser.end();
     } else if (this.gunzip.isPaused()) this.gunzip.resume();
   }
@@ -213,17 +254,24 @@ class Job {
 
   private inflated(chunk: Buffer): void {
     if (this.finished) return;
-    this.decompressed += chunk.length;
     garbage.dropped(chunk.length);
-    if (this.decompressed > this.decompressedCap) {
-      throw new ArchiveRejected(`archive decompresses to more than ${this.decompressedCap} bytes`);
-    }
-    if (!this.tarEnded) {
-      this.parser.write(chunk);
+    this.inflatedStream.take(chunk.length, this.tarEnded);
+    if (this.tarEnded) return;
+    if (this.head) {
+      this.head = Buffer.concat([this.head, chunk]);
+      this.checkHead(false);
       return;
     }
-    this.trailer += chunk.length;
-    if (this.trailer > MAX_TRAILER_BYTES) throw new ArchiveRejected('unexpected data after the end of the tar archive');
+    this.parser.write(chunk);
+  }
+
+  /** Nothing reaches the parser before its first block is known to be tar. */
+  private checkHead(ended: boolean): void {
+    const head = this.head;
+    if (!head || (head.length < TAR_BLOCK && !ended)) return;
+    assertTarStart(head.subarray(0, TAR_BLOCK));
+    this.head = undefined;
+    this.parser.write(head);
   }
 
   private entry(entry: ReadEntry): void {
@@ -231,8 +279,11 @@ class Job {
       entry.resume();
       return;
     }
+    assertNotAfterLoneZeroBlock(this.sawZeroBlock, entry.path);
     // The header block's own name too: a PAX path record may have replaced it.
     assertNoDotDot((entry.header as HeaderWithRawName)[RAW_NAME] ?? '');
+    checkPax(entry.extended, false, entry.path);
+    checkPax(entry.globalExtended, true, entry.path);
     const kind = entryKind(entry.type, entry.path);
     const path = normaliseEntryPath(entry.path);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
@@ -258,7 +309,7 @@ class Job {
 
   private complete(): void {
     if (this.finished) return;
-    if (this.ledger.files === 0) throw new ArchiveRejected('archive contains no files');
+    this.ledger.assertComplete();
     this.finished = true;
     this.ops.flush();
     this.finishWith({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
