@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -58,6 +58,31 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));
   });
 
+  describe('roots that overlap', () => {
+    const base = mkdtempSync(join(tmpdir(), 'sd-roots-'));
+    const at = (p: string) => join(base, p);
+    mkdirSync(at('deploys/inner'), { recursive: true });
+    symlinkSync(at('deploys/inner'), at('innocent-looking-link'));
+
+    it.each([
+      ['DOCS_ROOT equal to DEPLOYS_ROOT', { DOCS_ROOT: at('same'), DEPLOYS_ROOT: at('same') }, /^DOCS_ROOT must be apart from DEPLOYS_ROOT/],
+      ['DOCS_ROOT under DEPLOYS_ROOT', { DOCS_ROOT: at('deploys/docs'), DEPLOYS_ROOT: at('deploys') }, /^DOCS_ROOT must be apart from DEPLOYS_ROOT/],
+      ['DEPLOYS_ROOT under DOCS_ROOT', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('docs/deploys') }, /^DOCS_ROOT must be apart from DEPLOYS_ROOT/],
+      ['DOCS_ROOT under DEPLOYS_ROOT through a symlink', { DOCS_ROOT: at('innocent-looking-link/docs'), DEPLOYS_ROOT: at('deploys') }, /^DOCS_ROOT must be apart from DEPLOYS_ROOT/],
+      ['DATA_DIR (the admin token) under DOCS_ROOT', { DATA_DIR: at('docs/data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys') }, /^DATA_DIR must be outside DOCS_ROOT/],
+      ['DATA_DIR equal to DEPLOYS_ROOT', { DATA_DIR: at('deploys'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys') }, /^DATA_DIR must be outside DEPLOYS_ROOT/],
+      ['the SQLite file in DOCS_ROOT', { DATA_DIR: at('data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), DATABASE_URL: `sqlite:${at('docs/sitedrop.db')}` }, /^DATABASE_URL must be outside DOCS_ROOT/],
+    ])('refuses %s, naming both variables', (_name, env, message) => {
+      expect(() => loadConfig(env)).toThrow(message);
+    });
+
+    it('accepts the default layout (both roots inside DATA_DIR), siblings, and a PostgreSQL database', () => {
+      expect(() => loadConfig({ DATA_DIR: at('var') })).not.toThrow();
+      expect(() => loadConfig({ DATA_DIR: at('data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('docs-deploys') })).not.toThrow();
+      expect(() => loadConfig({ DATA_DIR: at('x'), DOCS_ROOT: at('x/docs'), DEPLOYS_ROOT: at('x/deploys'), DATABASE_URL: 'postgres://u@h/d' })).not.toThrow();
+    });
+  });
+
   it('never echoes a rejected ADMIN_TOKEN', () => {
     expect(() => loadConfig({ ADMIN_TOKEN: 'secret-but-short' })).toThrow(/<hidden>/);
   });
@@ -68,6 +93,13 @@ describe('start-up (the built service, as npm start runs it)', () => {
     const { code, output } = await runToExit({ DATA_DIR: mkdtempSync(join(tmpdir(), 'sd-')), RELEASES_KEEP: 'none' });
     expect(code).toBe(2);
     expect(output).toBe('sitedrop: RELEASES_KEEP must be a whole number from 1 to 10000 (got "none")\n');
+  });
+
+  it('refuses overlapping roots: exit code 2, one line naming the two variables', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sd-'));
+    const { code, output } = await runToExit({ DATA_DIR: dataDir, DOCS_ROOT: join(dataDir, 'deploys/docs'), DEPLOYS_ROOT: join(dataDir, 'deploys') });
+    expect(code).toBe(2);
+    expect(output).toBe(`sitedrop: DOCS_ROOT must be apart from DEPLOYS_ROOT (${join(dataDir, 'deploys')}): neither may hold the other (got "${join(dataDir, 'deploys/docs')}")\n`);
   });
 
   it('generates an admin token once, keeps it 0600, prints it only when generated', async () => {

@@ -2,6 +2,8 @@ import { hostname } from 'node:os';
 import { redactUrl } from '../db/redact-url.js';
 import { LOG_LEVELS, type LogLevel } from '../log/logger.js';
 import { isAbsolute, resolve } from 'node:path';
+import { ConfigError } from './config-error.js';
+import { assertDisjointRoots } from './roots.js';
 
 export interface Config {
   readonly port: number;
@@ -26,12 +28,7 @@ export interface Config {
   readonly shutdownGraceMs: number;
 }
 
-/** A configuration value that cannot be used; the message is the whole story, for one log line. */
-export class ConfigError extends Error {
-  constructor(readonly variable: string, expected: string, got: string) {
-    super(`${variable} must be ${expected} (got ${JSON.stringify(got)})`);
-  }
-}
+export { ConfigError };
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -103,15 +100,20 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = path(env, 'DATA_DIR', './var');
   const host = env.HOST ?? '0.0.0.0';
   if (host.trim() === '') throw new ConfigError('HOST', 'a listen address', host);
+  const docsRoot = path(env, 'DOCS_ROOT', resolve(dataDir, 'docs'));
+  const deploysRoot = path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys'));
+  const database = databaseUrl(env, dataDir);
+  const sqliteFile = database.startsWith('sqlite:') ? resolve(database.slice('sqlite:'.length)) : undefined;
+  assertDisjointRoots({ DATA_DIR: dataDir, DOCS_ROOT: docsRoot, DEPLOYS_ROOT: deploysRoot, ...(sqliteFile ? { DATABASE_URL: sqliteFile } : {}) });
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
     adminToken: adminToken(env),
     dataDir,
-    docsRoot: path(env, 'DOCS_ROOT', resolve(dataDir, 'docs')),
-    deploysRoot: path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys')),
+    docsRoot,
+    deploysRoot,
     publicBase: publicBase(env),
-    databaseUrl: databaseUrl(env, dataDir),
+    databaseUrl: database,
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 104_857_600, 1),
     releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
