@@ -15,6 +15,8 @@ export interface RawEntry {
   /** Declared size when it must differ from the body (truncation tests). */
   readonly size?: number;
   readonly uid?: number;
+  /** The ustar prefix field (bytes 345-499), prepended to the name by readers. */
+  readonly prefix?: string;
 }
 
 const BLOCK = 512;
@@ -38,6 +40,7 @@ export function header(entry: RawEntry, size: number): Buffer {
   block.write('ustar\u000000', 257, 'ascii');
   block.write('root', 265, 'ascii');
   block.write('root', 297, 'ascii');
+  if (entry.prefix) block.write(entry.prefix, 345, 'utf8');
   block.fill(' ', 148, 156);
   let sum = 0;
   for (const byte of block) sum += byte;
