@@ -142,6 +142,8 @@ export class InMemoryDeployRecords implements DeployRecords {
 
   async record(entry: DeployRecord): Promise<void> {
     if (this.failing) throw new Error('database gone');
+    const same = this.entries.findIndex((e) => e.user === entry.user && e.project === entry.project && e.release === entry.release);
+    if (same >= 0) this.entries.splice(same, 1);
     this.entries.push(entry);
   }
 
