@@ -133,6 +133,13 @@ describe(`USER_MAX_BYTES=${QUOTA}, RELEASES_KEEP=2 (real server, real directorie
     stuck.req.destroy();
     await until(async () => (await staging()).length === 0, 'the stalled staging area to go');
   });
+
+  it('counts a full quota in the metrics as a refused deploy, not a failed one', async () => {
+    const r = await fetch(`${h.url}/api/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const text = await r.text();
+    expect(text).toMatch(/sitedrop_deploys_total\{outcome="rejected"\} [1-9]/);
+    expect(text).not.toMatch(/sitedrop_deploys_total\{outcome="failed"\} [1-9]/);
+  });
 });
 
 describe('a deploy whose token changed while it uploaded (real server, real directories)', () => {
