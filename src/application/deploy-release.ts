@@ -46,8 +46,9 @@ export interface Deployed {
 
 /**
  * Unpacks an archive into staging while the upload streams in, then, under the
- * project lock, names it, moves it into place, swaps the live link and prunes.
- * Until the swap nothing visible changes, and any failure discards the staging area.
+ * project lock, checks the token again and the storage quota, names the release, moves
+ * it into place, swaps the live link and prunes. Until the swap nothing visible
+ * changes, and any failure discards the staging area.
  */
 @injectable()
 export class DeployRelease {
