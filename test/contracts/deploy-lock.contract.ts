@@ -79,17 +79,17 @@ export function deployLockContract(name: string, open: () => Promise<{ a: Deploy
     }));
 
     it('storage locks of different users do not wait for each other', withLocks(async (a, b) => {
-      let inside = 0;
-      let most = 0;
-      const job = (lock: DeployLock, user: Username) => lock.withProject(user, p('site'), async (held) => {
-        await held.lockUserStorage();
-        inside += 1;
-        most = Math.max(most, inside);
-        await tick(40);
-        inside -= 1;
+      // Each holds its storage lock until the other holds its own: were they one lock, this never ends.
+      const inside = [0, 1].map(() => {
+        let enter!: () => void;
+        return { entered: new Promise<void>((r) => (enter = r)), enter };
       });
-      await Promise.all([job(a, u), job(b, v)]);
-      expect(most).toBe(2);
+      const job = (lock: DeployLock, user: Username, me: number) => lock.withProject(user, p('site'), async (held) => {
+        await held.lockUserStorage();
+        inside[me]!.enter();
+        await inside[1 - me]!.entered;
+      });
+      await Promise.all([job(a, u, 0), job(b, v, 1)]);
     }));
 
     it('the storage lock goes with the project lock, also when the work throws; taking it twice is harmless', withLocks(async (a, b) => {
