@@ -56,6 +56,7 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(DEPLOY_SETTINGS).toConstantValue({
     releasesKeep: config.releasesKeep,
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
+    ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
   });
   for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers]) {
     c.bind(useCase).toSelf().inSingletonScope();

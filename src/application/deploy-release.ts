@@ -2,6 +2,8 @@ import { inject, injectable } from 'inversify';
 import { ArchiveRejected, DeployAborted, MissingArchive, Unauthorized } from '../domain/errors.js';
 import { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
+import { enforceStorageQuota, keptAfterDeploy, type StoredRelease } from '../domain/storage-quota.js';
+import { Token } from '../domain/token.js';
 import type { Username } from '../domain/username.js';
 import { PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -13,6 +15,8 @@ import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface DeployInput {
   readonly user: Username;
+  /** The bearer token `user` was authenticated with; it must still be theirs when the deploy publishes. */
+  readonly token: string;
   /** Settles once the project name is known; it may arrive after the archive. */
   readonly project: Promise<string | undefined>;
   /** Undefined when the request carried no archive at all. */
@@ -42,8 +46,9 @@ export interface Deployed {
 
 /**
  * Unpacks an archive into staging while the upload streams in, then, under the
- * project lock, names it, moves it into place, swaps the live link and prunes.
- * Until the swap nothing visible changes, and any failure discards the staging area.
+ * project lock, checks the token again and the storage quota, names the release, moves
+ * it into place, swaps the live link and prunes. Until the swap nothing visible
+ * changes, and any failure discards the staging area.
  */
 @injectable()
 export class DeployRelease {
@@ -78,7 +83,7 @@ export class DeployRelease {
         await this.releases.discard(staged);
         throw error;
       });
-      return await this.publish(input.user, name, staged, this.clock.now().getTime() - started);
+      return await this.publish(input.user, input.token, name, staged, this.clock.now().getTime() - started);
     } finally {
       input.signal.removeEventListener('abort', giveUp);
     }
@@ -100,17 +105,20 @@ export class DeployRelease {
     }
   }
 
-  private async publish(user: Username, project: ProjectName, staged: StagedRelease, stage: number): Promise<Deployed> {
+  private async publish(user: Username, token: string, project: ProjectName, staged: StagedRelease, stage: number): Promise<Deployed> {
     let committed: ReleaseId | undefined;
     let live = false;
     const ms = () => this.clock.now().getTime();
     const waiting = ms();
     try {
-      return await this.lock.withProject(user, project, async () => {
+      return await this.lock.withProject(user, project, async (held) => {
         const locked = ms();
-        // The user may have been deleted while the archive was unpacking.
-        if (!(await this.tokens.exists(user))) throw new Unauthorized();
+        // Only with a quota do the user's projects publish one at a time: without one
+        // nothing reads another project's releases, so they need not wait for each other.
+        if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
+        await this.checkStillSignedIn(user, token);
         const release = ReleaseId.next(this.clock.now(), await this.releases.releases(user, project));
+        await this.enforceQuota(user, project, release, staged.bytes);
         await this.releases.commit(staged, user, project, release);
         committed = release;
         await this.releases.activate(user, project, release);
@@ -141,5 +149,36 @@ export class DeployRelease {
       else if (!live) await this.releases.removeRelease(user, project, committed);
       throw error;
     }
+  }
+
+  /**
+   * The deploy was signed in before its upload; since then its token may have been
+   * rerolled, or its user deleted (and perhaps created again with a new token).
+   */
+  private async checkStillSignedIn(user: Username, presented: string): Promise<void> {
+    const token = Token.fromString(presented);
+    if (token === undefined || (await this.tokens.findUser(token)) !== user) throw new Unauthorized();
+  }
+
+  /**
+   * Refuses the deploy when the user's releases kept after it (its own pruning done)
+   * would hold more than the quota. The caller holds the user's storage lock.
+   */
+  private async enforceQuota(user: Username, project: ProjectName, release: ReleaseId, bytes: number): Promise<void> {
+    const limit = this.settings.userMaxBytes;
+    if (limit === undefined) return;
+    const projects = await this.releases.projects(user);
+    const stored = await Promise.all(
+      projects.map(async (p) => (await this.releases.releases(user, p)).map((id) => ({ project: p, release: id }))),
+    );
+    const isNew = (r: StoredRelease) => r.project === project && r.release === release;
+    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep).filter((r) => !isNew(r));
+    const records = await Promise.all([...new Set(earlier.map((r) => r.project))].map((p) => this.records.forProject(user, p)));
+    const recorded = new Map(records.flat().map((r) => [`${r.project}/${r.release}`, r.bytes]));
+    const sizes = await Promise.all(
+      // A release from before deploy records, or whose record failed to write, is measured.
+      earlier.map((r) => recorded.get(`${r.project}/${r.release}`) ?? this.releases.releaseBytes(user, r.project, r.release)),
+    );
+    enforceStorageQuota(limit, [bytes, ...sizes]);
   }
 }

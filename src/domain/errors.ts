@@ -61,6 +61,17 @@ export class ArchiveRejected extends DomainError {
   }
 }
 
+/** Publishing would take the user's kept releases over the storage quota (USER_MAX_BYTES). */
+export class StorageQuotaExceeded extends DomainError {
+  readonly code = 'storage_quota_exceeded';
+  constructor(
+    readonly wouldKeep: number,
+    readonly limit: number,
+  ) {
+    super(`this deploy would keep ${wouldKeep} bytes, the quota is ${limit}`);
+  }
+}
+
 /** The deploy was given up before it was published (client gone, shutdown). */
 export class DeployAborted extends DomainError {
   readonly code = 'deploy_aborted';

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       releasesKeep: 5,
       maxExtractedBytes: 1_073_741_824,
       maxFiles: 50_000,
+      userMaxBytes: undefined,
       replicaId: expect.stringMatching(/^[A-Za-z0-9.-]{1,64}$/),
       logLevel: 'info',
       logFormat: 'json',
@@ -53,6 +54,11 @@ describe('loadConfig', () => {
     ['REPLICA_ID', 'a+b'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
+    ['USER_MAX_BYTES', '0'],
+    ['USER_MAX_BYTES', '-1'],
+    ['USER_MAX_BYTES', '1e9'],
+    ['USER_MAX_BYTES', '10GB'],
+    ['USER_MAX_BYTES', '99999999999999999999'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));
@@ -81,6 +87,12 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ DATA_DIR: at('data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('docs-deploys') })).not.toThrow();
       expect(() => loadConfig({ DATA_DIR: at('x'), DOCS_ROOT: at('x/docs'), DEPLOYS_ROOT: at('x/deploys'), DATABASE_URL: 'postgres://u@h/d' })).not.toThrow();
     });
+  });
+
+  it('has no storage quota unless USER_MAX_BYTES is set, and takes any whole number of bytes from 1', () => {
+    expect(loadConfig({ USER_MAX_BYTES: '' }).userMaxBytes).toBeUndefined();
+    expect(loadConfig({ USER_MAX_BYTES: '1' }).userMaxBytes).toBe(1);
+    expect(loadConfig({ USER_MAX_BYTES: ' 10737418240 ' }).userMaxBytes).toBe(10_737_418_240);
   });
 
   it('never echoes a rejected ADMIN_TOKEN', () => {

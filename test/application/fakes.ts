@@ -45,6 +45,8 @@ export class InMemoryReleaseFs implements ReleaseFs {
   readonly staged = new Set<string>();
   readonly tree = new Map<string, Set<ReleaseId>>();
   readonly live = new Map<string, ReleaseId>();
+  /** Bytes per release, by `user/project/release`. */
+  readonly sizes = new Map<string, number>();
   failActivate = false;
   private next = 0;
 
@@ -78,6 +80,14 @@ export class InMemoryReleaseFs implements ReleaseFs {
     if (set.has(id)) throw new Error(`release ${id} exists`);
     set.add(id);
     this.tree.set(key, set);
+    this.sizes.set(`${key}/${id}`, staged.bytes);
+  }
+
+  /** A release put in place without a deploy (one from before deploy records, say). */
+  put(user: Username, project: ProjectName, id: ReleaseId, bytes: number): void {
+    const key = `${user}/${project}`;
+    this.tree.set(key, (this.tree.get(key) ?? new Set()).add(id));
+    this.sizes.set(`${key}/${id}`, bytes);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -96,6 +106,11 @@ export class InMemoryReleaseFs implements ReleaseFs {
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     this.tree.get(`${user}/${project}`)?.delete(id);
+    this.sizes.delete(`${user}/${project}/${id}`);
+  }
+
+  async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
+    return this.tree.get(`${user}/${project}`)?.has(id) ? (this.sizes.get(`${user}/${project}/${id}`) ?? 0) : 0;
   }
 
   async projects(user: Username): Promise<ProjectName[]> {
@@ -127,6 +142,8 @@ export class InMemoryDeployRecords implements DeployRecords {
 
   async record(entry: DeployRecord): Promise<void> {
     if (this.failing) throw new Error('database gone');
+    const same = this.entries.findIndex((e) => e.user === entry.user && e.project === entry.project && e.release === entry.release);
+    if (same >= 0) this.entries.splice(same, 1);
     this.entries.push(entry);
   }
 

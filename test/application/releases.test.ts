@@ -26,7 +26,7 @@ async function world() {
   const deployer = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings), records);
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
-    return (await deployer.execute({ user: alice, project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;
+    return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;
   };
   return {
     releases,

@@ -12,11 +12,13 @@ import { InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from '.
 function world() {
   const tokens = new InMemoryTokenStore();
   const releases = new InMemoryReleaseFs();
+  const lock = new InProcessDeployLock();
   return {
     tokens,
     releases,
-    create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator()),
-    remove: new DeleteUser(tokens, releases, new InProcessDeployLock()),
+    lock,
+    create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
+    remove: new DeleteUser(tokens, releases, lock),
     authenticate: new AuthenticateUser(tokens),
   };
 }
@@ -28,6 +30,26 @@ describe('CreateOrRerollUser', () => {
     expect(issued.outcome).toBe('created');
     expect(issued.token).toMatch(/^[A-Za-z0-9]{32}$/);
     expect(await w.authenticate.execute(issued.token)).toBe('alice');
+  });
+
+  it('a reroll waits for the user\'s deploy that is publishing, so none publishes with the old token after it', async () => {
+    const w = world();
+    const first = await w.create.execute({ username: 'alice' });
+    let finish!: () => void;
+    const publishing = w.lock.withProject('alice' as Username, 'docs' as ProjectName, () => new Promise<void>((r) => (finish = r)));
+    let rerolled = false;
+    const reroll = w.create.execute({ username: 'alice' }).then((issued) => {
+      rerolled = true;
+      return issued;
+    });
+    for (let i = 0; i < 10; i += 1) await Promise.resolve();
+    await new Promise((r) => setImmediate(r));
+    expect(rerolled).toBe(false);
+    expect(await w.authenticate.execute(first.token)).toBe('alice');
+    finish();
+    await publishing;
+    await reroll;
+    await expect(w.authenticate.execute(first.token)).rejects.toBeInstanceOf(Unauthorized);
   });
 
   it('rerolls an existing user: the old token stops working', async () => {

@@ -35,6 +35,18 @@ function deployRecordsContract(name: string, open: () => Promise<{ records: Depl
         await close();
       }
     });
+
+    it('recording a release again replaces its record', async () => {
+      const { records, close } = await open();
+      try {
+        await records.record(entry('20261123T120000'));
+        const again = { ...entry('20261123T120000', 12), files: 3, createdAt: new Date('2026-11-24T08:00:00.000Z') };
+        await records.record(again);
+        expect(await records.forProject('alice' as Username, 'docs' as ProjectName)).toEqual([again]);
+      } finally {
+        await close();
+      }
+    });
   });
 }
 

@@ -20,6 +20,8 @@ export interface Config {
   readonly releasesKeep: number;
   readonly maxExtractedBytes: number;
   readonly maxFiles: number;
+  /** The most bytes one user's kept releases may hold (USER_MAX_BYTES); undefined, no quota. */
+  readonly userMaxBytes: number | undefined;
   /** This replica's name on shared storage (REPLICA_ID, default the host name). */
   readonly replicaId: string;
   readonly logLevel: LogLevel;
@@ -40,6 +42,12 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
     throw new ConfigError(name, `a whole number from ${min} to ${max}`, raw);
   }
   return value;
+}
+
+/** A limit that is off unless set. */
+function optionalInteger(env: Env, name: string, min: number): number | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : integer(env, name, min, min);
 }
 
 function path(env: Env, name: string, fallback: string): string {
@@ -119,6 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
     releasesKeep: integer(env, 'RELEASES_KEEP', 5, 1, 10_000),
     maxExtractedBytes: integer(env, 'MAX_EXTRACTED_BYTES', 1_073_741_824, 1),
     maxFiles: integer(env, 'MAX_FILES', 50_000, 1, 10_000_000),
+    userMaxBytes: optionalInteger(env, 'USER_MAX_BYTES', 1),
     replicaId: replicaId(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),

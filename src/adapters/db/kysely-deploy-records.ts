@@ -12,16 +12,12 @@ export class KyselyDeployRecords implements DeployRecords {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
   async record(entry: DeployRecord): Promise<void> {
+    const measured = { bytes: entry.bytes, files: entry.files, created_at: entry.createdAt.toISOString() };
     await this.db
       .insertInto('deploys')
-      .values({
-        username: entry.user,
-        project: entry.project,
-        release: entry.release,
-        bytes: entry.bytes,
-        files: entry.files,
-        created_at: entry.createdAt.toISOString(),
-      })
+      .values({ username: entry.user, project: entry.project, release: entry.release, ...measured })
+      // A project deleted and deployed again can reuse a release id: the old record is stale.
+      .onConflict((oc) => oc.columns(['username', 'project', 'release']).doUpdateSet(measured))
       .execute();
   }
 

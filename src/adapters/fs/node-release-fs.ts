@@ -10,6 +10,7 @@ import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
+import { treeBytes } from './tree-bytes.js';
 import { removeTree } from './tree-remover.js';
 import { TrashCollector } from './trash-collector.js';
 import type { WorkerPool } from './worker-pool.js';
@@ -43,6 +44,9 @@ const mine = (replica: string) => ({
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
+/** Releases whose size is remembered; past this the oldest measurements are forgotten. */
+const MEASURED_MAX = 10_000;
+
 /**
  * The release tree on a local or shared POSIX filesystem. Staging and trash live
  * inside DEPLOYS_ROOT so that every move into or out of a release is one rename(2).
@@ -54,6 +58,8 @@ export class NodeReleaseFs implements ReleaseFs {
   private readonly trash: TrashCollector;
   private readonly names: ReturnType<typeof mine>;
   private prepared: Promise<boolean> | undefined;
+  /** Sizes of releases measured on disk, by path, with the identity of the directory measured. */
+  private readonly measured = new Map<string, { identity: string; bytes: number }>();
 
   constructor(
     @inject(RELEASE_ROOTS) private readonly roots: ReleaseRoots,
@@ -132,6 +138,27 @@ export class NodeReleaseFs implements ReleaseFs {
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     await this.throwAway(join(this.projectDir(user, project), id));
+  }
+
+  async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
+    const dir = join(this.projectDir(user, project), id);
+    let identity: string;
+    try {
+      // A release never changes once committed, but one removed (by any replica) and
+      // committed again under the same id is another directory: its inode and ctime differ.
+      const info = await stat(dir, { bigint: true });
+      identity = `${info.dev}:${info.ino}:${info.ctimeNs}`;
+    } catch (error) {
+      if (isMissing(error)) return 0;
+      throw error;
+    }
+    const known = this.measured.get(dir);
+    if (known?.identity === identity) return known.bytes;
+    const bytes = await treeBytes(dir);
+    this.measured.delete(dir);
+    this.measured.set(dir, { identity, bytes });
+    if (this.measured.size > MEASURED_MAX) this.measured.delete(this.measured.keys().next().value!);
+    return bytes;
   }
 
   async projects(user: Username): Promise<ProjectName[]> {

@@ -204,6 +204,8 @@ export function createApp(deps: HttpDeps): express.Express {
     .route('/api/v1/deploy')
     .post(fallback('deployment failed'), async (req, res) => {
       const user = await signedIn(req, res);
+      // Checked again when publishing: it may be rerolled while the archive uploads.
+      const token = bearerToken(req) ?? '';
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
@@ -215,7 +217,7 @@ export function createApp(deps: HttpDeps): express.Express {
         const failure = form.failure();
         if (failure) throw failure;
         try {
-          return await deps.deploy.execute({ user, project: form.project, archive, signal });
+          return await deps.deploy.execute({ user, token, project: form.project, archive, signal });
         } catch (error) {
           throw form.failure() ?? error;
         }

@@ -9,6 +9,7 @@ import {
   NothingToRollBackTo,
   ProjectNotFound,
   ReleaseNotFound,
+  StorageQuotaExceeded,
   Unauthorized,
   UserNotFound,
 } from '../../domain/errors.js';
@@ -49,6 +50,12 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof ProjectNotFound) return respond(404, 'project not found');
     if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
+    // 507, as WebDAV quotas answer (RFC 4331): 413 already means an upload too large to
+    // take, which a smaller upload fixes; this is the user's storage, which only deleting
+    // projects or releases frees.
+    if (error instanceof StorageQuotaExceeded) {
+      return respond(507, `storage quota exceeded: this deploy would keep ${error.wouldKeep} bytes, USER_MAX_BYTES allows ${error.limit}`);
+    }
     // The spec answers an unknown user with 500, not 404.
     if (error instanceof UserNotFound) return respond(500, 'user not found');
     if (error instanceof ArchiveRejected) return respond(500, `failed to extract tarball: ${error.reason}`);

@@ -50,6 +50,7 @@ export class ServiceMetrics {
 
   /** A refused or failed deploy, by the kind of failure (the HTTP status class). */
   failed(status: number): void {
-    this.deploys.inc({ outcome: status === 401 ? 'unauthorized' : status < 500 ? 'rejected' : 'failed' });
+    // A full quota (507) is the user's doing, not the service failing.
+    this.deploys.inc({ outcome: status === 401 ? 'unauthorized' : status < 500 || status === 507 ? 'rejected' : 'failed' });
   }
 }

@@ -14,6 +14,7 @@ export interface DeployRecord {
 }
 
 export interface DeployRecords {
+  /** Replaces any record of the same release (its id can be reused once it is gone). */
   record(entry: DeployRecord): Promise<void>;
   /** Newest first. */
   forProject(user: Username, project: ProjectName): Promise<DeployRecord[]>;

@@ -31,6 +31,11 @@ export interface ReleaseFs {
   releases(user: Username, project: ProjectName): Promise<ReleaseId[]>;
   liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined>;
   removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void>;
+  /**
+   * The bytes of the files in release `id` as they are on disk (0 once it is gone).
+   * A committed release never changes, so the answer may be remembered.
+   */
+  releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number>;
   /** The user's projects that have releases or a live link. */
   projects(user: Username): Promise<ProjectName[]>;
   /** Removes the live link first (the site stops being served), then every release. */

@@ -1,0 +1,34 @@
+import { StorageQuotaExceeded } from './errors.js';
+import type { ProjectName } from './project-name.js';
+import type { ReleaseId } from './release-id.js';
+import { releasesToPrune } from './retention.js';
+
+export interface StoredRelease {
+  readonly project: ProjectName;
+  readonly release: ReleaseId;
+}
+
+/**
+ * The user's releases still on disk once `deployed` is live and its project pruned to
+ * `keep`: the newest of that project, `deployed` among them, and every release of the
+ * user's other projects (this deploy prunes none of them). Only these are worth measuring.
+ */
+export function keptAfterDeploy(stored: readonly StoredRelease[], deployed: StoredRelease, keep: number): StoredRelease[] {
+  const sameProject = (r: StoredRelease) => r.project === deployed.project;
+  const others = stored.filter((r) => !sameProject(r));
+  const siblings = stored.filter((r) => sameProject(r) && r.release !== deployed.release).map((r) => r.release);
+  // The new release is live when pruning runs, so it is the one retention never removes.
+  const doomed = new Set(releasesToPrune([...siblings, deployed.release], deployed.release, keep));
+  const kept = siblings.filter((id) => !doomed.has(id)).map((release) => ({ project: deployed.project, release }));
+  return [...others, ...kept, deployed];
+}
+
+/**
+ * The bytes the user would keep, given the size of each kept release; refuses
+ * (StorageQuotaExceeded) when that is over `limit`. Without a limit nothing is refused.
+ */
+export function enforceStorageQuota(limit: number | undefined, keptBytes: readonly number[]): number {
+  const total = keptBytes.reduce((sum, bytes) => sum + bytes, 0);
+  if (limit !== undefined && total > limit) throw new StorageQuotaExceeded(total, limit);
+  return total;
+}
