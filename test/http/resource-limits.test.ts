@@ -58,7 +58,7 @@ describe('resource limits at their defaults, in a child service whose memory is 
     expect(peak).toBeLessThan(256);
     expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
     expect(await readdir(join(dataDir, 'deploys/bomber/site'))).toHaveLength(1);
-  });
+  }, 90_000);
 
   it('refuses a tarball compressed twice at its first block, however the inner stream is padded', async () => {
     const bomb = await doublyCompressedBomb();
@@ -80,5 +80,5 @@ describe('resource limits at their defaults, in a child service whose memory is 
     console.log(`deep-directory archive (${(archive.length / 1024).toFixed(0)} KB, 2,001 files) refused`);
     expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
     expect(await readdir(join(dataDir, 'deploys/bomber/site'))).toHaveLength(1);
-  });
+  }, 90_000);
 });
