@@ -98,7 +98,7 @@ describe('crashes (SIGKILL) and shutdowns (SIGTERM) of the real service', () => 
     }
     const live = await assertConsistent(dataDir, 'site', files, versions);
     console.log(`after ${delays.length} kills the live release is ${live}`);
-  });
+  }, 60_000);
 
   it('on start-up removes the temporary links and trash its own crash left, and nothing else (not another replica\'s)', async () => {
     const dataDir = await freshDataDir();
