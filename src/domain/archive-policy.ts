@@ -304,7 +304,7 @@ export class ArchiveLedger {
  * 1 MiB bound, or a type it does not extract. Skipping would publish a site without it.
  */
 export function refuseIgnoredEntry(tarType: string, rawPath: string, meta: boolean): never {
-  if (meta) throw new ArchiveRejected(`a ${tarType} header larger than 1 MiB: ${shownName(rawPath)}`);
+  if (meta) throw new ArchiveRejected(`metadata header ${tarType} larger than 1 MiB: ${shownName(rawPath)}`);
   entryKind(tarType, rawPath);
   throw new ArchiveRejected(`entry type ${tarType} is not allowed: ${shownName(rawPath)}`);
 }

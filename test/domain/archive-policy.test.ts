@@ -108,7 +108,7 @@ describe('entry paths', () => {
   });
 
   it('refuses what the parser skipped rather than publish a site without it', () => {
-    expect(rejection(() => refuseIgnoredEntry('ExtendedHeader', 'PaxHeader', true))).toBe('a ExtendedHeader header larger than 1 MiB: PaxHeader');
+    expect(rejection(() => refuseIgnoredEntry('ExtendedHeader', 'PaxHeader', true))).toBe('metadata header ExtendedHeader larger than 1 MiB: PaxHeader');
     expect(rejection(() => refuseIgnoredEntry('TapeVolumeHeader', 'v\u001b', false))).toBe('entry type TapeVolumeHeader is not allowed: v\\u001b');
   });
 });
