@@ -24,6 +24,12 @@ export interface Config {
   readonly logFormat: 'json' | 'pretty';
   /** How long SIGTERM waits for running deploys before aborting them. */
   readonly shutdownGraceMs: number;
+  /** Deploys that read and unpack at once; the rest wait, unread. */
+  readonly deploysMaxConcurrent: number;
+  /** Deploys that may wait for a slot; beyond them a deploy is refused with 503. */
+  readonly deploysMaxQueued: number;
+  /** A deploy whose body stops arriving this long fails with 408; 0 never does. */
+  readonly uploadIdleSeconds: number;
 }
 
 /** A configuration value that cannot be used; the message is the whole story, for one log line. */
@@ -121,5 +127,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
+    deploysMaxConcurrent: integer(env, 'DEPLOYS_MAX_CONCURRENT', 4, 1, 1000),
+    deploysMaxQueued: integer(env, 'DEPLOYS_MAX_QUEUED', 64, 0, 100_000),
+    uploadIdleSeconds: integer(env, 'UPLOAD_IDLE_SECONDS', 30, 0, 3600),
   };
 }
