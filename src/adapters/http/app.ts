@@ -167,6 +167,8 @@ export function createApp(deps: HttpDeps): express.Express {
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     res.once('close', onClose);
+    // It may have hung up while its token was being checked: 'close' has been and gone.
+    if (res.req.socket.destroyed) gone.abort();
     metrics.waiting.inc();
     try {
       return await deps.slots.acquire(gone.signal);
