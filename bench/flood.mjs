@@ -7,7 +7,7 @@
 // descriptor left over. `node bench/flood.mjs --help` lists the knobs; `flood()` is the
 // same run for bench/run.mjs to call.
 import { fork, spawn } from 'node:child_process';
-import { createReadStream, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readlink, stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -37,7 +37,7 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 
-async function startService(dataDir, env) {
+async function startService(dataDir, env, logFile) {
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
     env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -50,7 +50,12 @@ async function startService(dataDir, env) {
       const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
       if (m) {
         child.stdout.off('data', onData);
-        child.stdout.resume();
+        if (logFile) {
+          writeFileSync(logFile, out);
+          child.stdout.pipe(createWriteStream(logFile, { flags: 'a' }));
+        } else {
+          child.stdout.resume();
+        }
         resolve(m[1]);
       }
     };
@@ -92,19 +97,6 @@ const fdKinds = (pid) => {
   }
   return kinds;
 };
-/** The service's threads by name (node, libuv's pool, V8's, one per worker thread...). */
-const threadNames = (pid) => {
-  const names = {};
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
-      names[name] = (names[name] ?? 0) + 1;
-    } catch {
-      // the thread ended while being listed
-    }
-  }
-  return names;
-};
 const stagingAreas = (dataDir) => {
   try {
     return readdirSync(join(dataDir, 'deploys', '.staging')).filter((n) => n.startsWith('deploy+')).length;
@@ -137,7 +129,9 @@ function deploy(url, token, project, archive, stallAfter) {
       settled = true;
       resolve({ ...answer, ms: performance.now() - started });
     };
+    let answered = false;
     req.on('response', (res) => {
+      answered = true;
       let body = '';
       res.on('data', (c) => (body += c));
       res.on('end', () => {
@@ -151,7 +145,7 @@ function deploy(url, token, project, archive, stallAfter) {
         req.destroy();
       });
     });
-    req.on('error', (error) => settle({ status: `error: ${error.code ?? error.message}` }));
+    req.on('error', (error) => settle({ status: `error: ${error.code ?? error.message}${answered ? ' after the answer began' : ' before any answer'}${stallAfter === undefined ? '' : ' (stalled upload)'}` }));
     req.write(head);
     const file = createReadStream(archive, { highWaterMark: 256 * 1024, ...(stallAfter === undefined ? {} : { end: stallAfter - 1 }) });
     file.pipe(req, { end: false });
@@ -230,7 +224,7 @@ async function tally(dir) {
  * `stallersFirst` starts the stalled uploads before the flood (they hold slots first, the
  * worst case); otherwise they arrive mixed in with it.
  */
-export async function flood({ clients = 50, stallers = 20, shape = 'standard', env = {}, stallersFirst = false, dir, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+export async function flood({ clients = 50, stallers = 20, shape = 'standard', env = {}, stallersFirst = false, dir, serviceLog, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   const work = dir ?? (await mkdtemp(join(tmpdir(), 'sitedrop-flood-')));
   mkdirSync(work, { recursive: true });
   const dataDir = join(work, 'service');
@@ -239,7 +233,7 @@ export async function flood({ clients = 50, stallers = 20, shape = 'standard', e
     const archiveBytes = statSync(fixture.archive).size;
     const expected = await tally(fixture.site);
     log(`${shape}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(archiveBytes / 1e6).toFixed(1)} MB gzip`);
-    const service = await startService(dataDir, env);
+    const service = await startService(dataDir, env, serviceLog);
     try {
       const tokens = [];
       for (let u = 0; u < USERS; u += 1) tokens.push(await createUser(service.url, `flood${u}`));
@@ -249,7 +243,13 @@ export async function flood({ clients = 50, stallers = 20, shape = 'standard', e
         if (warm.status !== 200) throw new Error(`a warm-up deploy answered ${warm.status}: ${JSON.stringify(warm.body)}`);
       }
       await sleep(500);
-      const before = { threads: procStatus(service.pid, 'Threads'), fds: openFds(service.pid), names: threadNames(service.pid), fdKinds: fdKinds(service.pid) };
+      const before = { threads: procStatus(service.pid, 'Threads'), fds: openFds(service.pid), fdKinds: fdKinds(service.pid), rssMiB: procStatus(service.pid, 'VmRSS') / 1024 };
+      // Linux resets VmHWM to the current RSS on "5": the peak is then the flood's alone.
+      try {
+        writeFileSync(`/proc/${service.pid}/clear_refs`, '5');
+      } catch {
+        // not Linux, or not allowed: the warm-up's peak stays in VmHWM, an upper bound still
+      }
 
       let peakRss = 0;
       let peakStaging = 0;
@@ -295,7 +295,7 @@ export async function flood({ clients = 50, stallers = 20, shape = 'standard', e
       const deadline = Date.now() + 30_000;
       let after;
       for (;;) {
-        after = { threads: procStatus(service.pid, 'Threads'), fds: openFds(service.pid), staging: stagingAreas(dataDir), names: threadNames(service.pid), fdKinds: fdKinds(service.pid) };
+        after = { threads: procStatus(service.pid, 'Threads'), fds: openFds(service.pid), staging: stagingAreas(dataDir), fdKinds: fdKinds(service.pid) };
         if ((after.threads <= before.threads && after.fds <= before.fds && after.staging === 0) || Date.now() > deadline) break;
         await sleep(100);
       }
@@ -325,6 +325,8 @@ export async function flood({ clients = 50, stallers = 20, shape = 'standard', e
         peakStaging,
         status: { samples: polled.latencies.length, failed: polled.failed, p50: percentile(polled.latencies, 50), p99: percentile(polled.latencies, 99), max: Math.max(...polled.latencies) },
         answers: byStatus,
+        /** When each unanswered request failed, in seconds from the start. */
+        errors: answers.filter((a) => typeof a.status !== 'number').map((a) => ({ status: a.status, s: Math.round(a.ms / 100) / 10 })),
         deployed: ok.length,
         deployMs: ok.length ? { p50: percentile(honestMs, 50), max: Math.max(...honestMs) } : undefined,
         brokenReleases: broken,
@@ -343,9 +345,10 @@ export function describeFlood(r) {
   const env = Object.entries(r.env).map(([k, v]) => `${k}=${v}`).join(' ') || 'defaults';
   return [
     `${r.clients} deploys of ${r.files} files (${(r.archiveBytes / 1e6).toFixed(1)} MB) + ${r.stallers} stalled${r.stallersFirst ? ' (first)' : ' (mixed in)'}, ${env}:`,
-    `  total ${(r.totalMs / 1000).toFixed(1)} s; service peak RSS ${r.peakRssMiB.toFixed(1)} MiB; staging areas at once ≤ ${r.peakStaging}`,
+    `  total ${(r.totalMs / 1000).toFixed(1)} s; service RSS ${r.before.rssMiB.toFixed(1)} MiB before, peak ${r.peakRssMiB.toFixed(1)} MiB during; staging areas at once ≤ ${r.peakStaging}`,
     `  GET /api/v1/status: ${r.status.samples} answered, ${r.status.failed} failed or over 5 s, p50 ${r.status.p50.toFixed(1)} ms, p99 ${r.status.p99.toFixed(1)} ms, max ${r.status.max.toFixed(1)} ms`,
     `  answers: ${Object.entries(r.answers).map(([k, n]) => `${n}× ${k}`).join('; ')}`,
+    ...(r.errors?.length ? [`  unanswered: ${r.errors.map((e) => `${e.status} at ${e.s} s`).join('; ')}`] : []),
     `  deployed ${r.deployed}${r.deployMs ? ` (answer p50 ${(r.deployMs.p50 / 1000).toFixed(1)} s, max ${(r.deployMs.max / 1000).toFixed(1)} s)` : ''}, releases not matching the site: ${r.brokenReleases}`,
     `  threads ${r.before.threads} -> ${r.after.threads}, fds ${r.before.fds} -> ${r.after.fds}, staging areas left ${r.after.staging}`,
     `  fds before ${JSON.stringify(r.before.fdKinds)}, after ${JSON.stringify(r.after.fdKinds)}`,
@@ -363,12 +366,13 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
       concurrent: { type: 'string', multiple: true },
       'idle-seconds': { type: 'string' },
       'stallers-first': { type: 'boolean', default: false },
+      'service-log': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    console.log('node bench/flood.mjs [--clients 50] [--stallers 20] [--shape standard] [--concurrent N]... [--idle-seconds S] [--stallers-first] [--json]');
+    console.log('node bench/flood.mjs [--clients 50] [--stallers 20] [--shape standard] [--concurrent N]... [--idle-seconds S] [--stallers-first] [--service-log FILE] [--json]');
     process.exit(0);
   }
   const settings = values.concurrent ?? [undefined];
@@ -376,7 +380,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] =
     const env = {};
     if (concurrent !== undefined) env.DEPLOYS_MAX_CONCURRENT = concurrent;
     if (values['idle-seconds'] !== undefined) env.UPLOAD_IDLE_SECONDS = values['idle-seconds'];
-    const r = await flood({ clients: Number(values.clients), stallers: Number(values.stallers), shape: values.shape, env, stallersFirst: values['stallers-first'] });
+    const r = await flood({ clients: Number(values.clients), stallers: Number(values.stallers), shape: values.shape, env, stallersFirst: values['stallers-first'], serviceLog: values['service-log'] });
     console.log(values.json ? JSON.stringify(r) : describeFlood(r));
   }
 }

@@ -26,7 +26,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       logFormat: 'json',
       shutdownGraceMs: 30_000,
-      deploysMaxConcurrent: 4,
+      deploysMaxConcurrent: 2,
       deploysMaxQueued: 64,
       uploadIdleSeconds: 30,
     });

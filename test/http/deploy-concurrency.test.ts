@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -186,6 +186,35 @@ describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX
     running.finish();
     expect((await answerOf(running)).status).toBe(200);
     await until(async () => (await waitingDeploys(s.child.url)) === 0, 'the waiting deploy to start');
+    waiting.finish();
+    expect((await answerOf(waiting)).status).toBe(200);
+  });
+
+  it('a client that sent Connection: close and keeps sending still reads its refusal', async () => {
+    const running = held('running', Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'the running deploy to unpack');
+    const waiting = held('waiting');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'a deploy to wait');
+    // By hand: a client that writes on, after the answer has come, before it reads it.
+    const { port } = new URL(s.child.url);
+    const outcome = await new Promise<{ text: string; error?: string }>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let text = '';
+      let error: string | undefined;
+      socket.on('data', (c: Buffer) => (text += c.toString()));
+      socket.on('error', (e) => (error = e.message));
+      socket.on('close', () => resolve({ text, error }));
+      socket.write(`POST /api/v1/deploy HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n` +
+        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`);
+      // More than the socket buffers take in: some of it is still unread when the answer goes.
+      socket.write(Buffer.alloc(6 * 1024 * 1024, 97));
+      setTimeout(() => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)), 300);
+    });
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.text).toMatch(/^HTTP\/1\.1 503 /);
+    expect(outcome.text).toContain(BUSY);
+    running.finish();
+    expect((await answerOf(running)).status).toBe(200);
     waiting.finish();
     expect((await answerOf(waiting)).status).toBe(200);
   });

@@ -353,6 +353,11 @@ export function createApp(deps: HttpDeps): express.Express {
     const answer = toErrorResponse(error, fallbackMessage);
     if (!answer.expected) logger.error('request failed', { method: req.method, path: req.path, error: (error as Error)?.message ?? String(error) });
     if (res.headersSent || req.socket.destroyed) return;
+    // For a client that sent `Connection: close`, Node closes the connection as soon as this
+    // answer is out, before the drain above: the body bytes left unread make that close a
+    // reset, and a client still writing fails on it without reading the answer. Kept open,
+    // the connection is drained and closed by the client, or by the drain's 5 s limit.
+    if (bodyPending(req)) res.shouldKeepAlive = true;
     res.status(answer.status).set(answer.headers).json(answer.body);
   });
 
