@@ -13,6 +13,7 @@ import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
+import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from './adapters/http/metrics.js';
 import { loadOpenApiDocument } from './adapters/http/openapi-document.js';
@@ -35,13 +36,15 @@ export async function startService(config: Config, adminToken: string, logger: L
   container.get(WORKER_POOL).warmUp();
 
   const deploys = new DeployTracker();
+  const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
-    settings: { adminToken, publicBase: config.publicBase, maxUploadBytes: config.maxUploadBytes },
+    settings: { adminToken, publicBase: config.publicBase, maxUploadBytes: config.maxUploadBytes, uploadIdleSeconds: config.uploadIdleSeconds },
     createUser: container.get(CreateOrRerollUser),
     deleteUser: container.get(DeleteUser),
     authenticate: container.get(AuthenticateUser),
     deploy: container.get(DeployRelease),
     deploys,
+    slots,
     listProjects: container.get(ListProjects),
     listReleases: container.get(ListReleases),
     rollback: container.get(RollbackRelease),
@@ -66,6 +69,9 @@ export async function startService(config: Config, adminToken: string, logger: L
     (stopping ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Deploys still waiting for a slot have sent nothing we read: they are told to retry
+      // (503) now rather than started during the grace period meant for running ones.
+      slots.close();
       const cut = await deploys.drain(graceMs);
       if (cut > 0) logger.warn('aborted deploys at shutdown', { count: cut });
       // A deploy that just finished still has its answer to send: after close(), each

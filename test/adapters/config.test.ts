@@ -27,7 +27,15 @@ describe('loadConfig', () => {
       logLevel: 'info',
       logFormat: 'json',
       shutdownGraceMs: 30_000,
+      deploysMaxConcurrent: 2,
+      deploysMaxQueued: 64,
+      uploadIdleSeconds: 30,
     });
+  });
+
+  it('reads the deploy queue and the upload idle time; 0 queues nothing, 0 never times out', () => {
+    const c = loadConfig({ DEPLOYS_MAX_CONCURRENT: '1', DEPLOYS_MAX_QUEUED: '0', UPLOAD_IDLE_SECONDS: '0' });
+    expect([c.deploysMaxConcurrent, c.deploysMaxQueued, c.uploadIdleSeconds]).toEqual([1, 0, 0]);
   });
 
   it('derives the roots from DATA_DIR and strips a trailing slash from PUBLIC_BASE', () => {
@@ -59,6 +67,11 @@ describe('loadConfig', () => {
     ['USER_MAX_BYTES', '1e9'],
     ['USER_MAX_BYTES', '10GB'],
     ['USER_MAX_BYTES', '99999999999999999999'],
+    ['DEPLOYS_MAX_CONCURRENT', '0'],
+    ['DEPLOYS_MAX_CONCURRENT', 'many'],
+    ['DEPLOYS_MAX_QUEUED', '-1'],
+    ['UPLOAD_IDLE_SECONDS', '2.5'],
+    ['UPLOAD_IDLE_SECONDS', '3601'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

@@ -28,6 +28,12 @@ export interface Config {
   readonly logFormat: 'json' | 'pretty';
   /** How long SIGTERM waits for running deploys before aborting them. */
   readonly shutdownGraceMs: number;
+  /** Deploys that read and unpack at once; the rest wait, unread. */
+  readonly deploysMaxConcurrent: number;
+  /** Deploys that may wait for a slot; beyond them a deploy is refused with 503. */
+  readonly deploysMaxQueued: number;
+  /** A deploy whose body stops arriving this long fails with 408; 0 never does. */
+  readonly uploadIdleSeconds: number;
 }
 
 export { ConfigError };
@@ -132,5 +138,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
+    // 2: under bench/flood.mjs on two cores, 4 took the service over 256 MiB and status p99
+    // over 20 ms, 2 stayed within both (docs/performance.md, "A flood of deploys").
+    deploysMaxConcurrent: integer(env, 'DEPLOYS_MAX_CONCURRENT', 2, 1, 1000),
+    deploysMaxQueued: integer(env, 'DEPLOYS_MAX_QUEUED', 64, 0, 100_000),
+    uploadIdleSeconds: integer(env, 'UPLOAD_IDLE_SECONDS', 30, 0, 3600),
   };
 }

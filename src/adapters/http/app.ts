@@ -16,6 +16,7 @@ import { tokensEqual } from '../crypto/token-hash.js';
 import type { Logger } from '../log/logger.js';
 import { bearerToken } from './bearer.js';
 import { readDeployForm } from './deploy-form.js';
+import type { DeploySlots, ReleaseSlot } from './deploy-slots.js';
 import type { DeployTracker } from './deploy-tracker.js';
 import { toErrorResponse } from './error-response.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -25,6 +26,8 @@ export interface HttpSettings {
   readonly adminToken: string;
   readonly publicBase: string;
   readonly maxUploadBytes: number;
+  /** UPLOAD_IDLE_SECONDS: a deploy whose body stops arriving this long fails; 0 never does. */
+  readonly uploadIdleSeconds: number;
 }
 
 export interface HttpDeps {
@@ -34,6 +37,7 @@ export interface HttpDeps {
   readonly authenticate: AuthenticateUser;
   readonly deploy: DeployRelease;
   readonly deploys: DeployTracker;
+  readonly slots: DeploySlots;
   readonly listProjects: ListProjects;
   readonly listReleases: ListReleases;
   readonly rollback: RollbackRelease;
@@ -157,6 +161,22 @@ export function createApp(deps: HttpDeps): express.Express {
     if (res) res.locals.user = user;
     return user;
   };
+  // A deploy waits here before its body is read: its client holds a paused socket, not a
+  // worker and a staging area. A client that hangs up leaves the queue at once.
+  const deploySlot = async (res: Response): Promise<ReleaseSlot> => {
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    res.once('close', onClose);
+    // It may have hung up while its token was being checked: 'close' has been and gone.
+    if (res.req.socket.destroyed) gone.abort();
+    metrics.waiting.inc();
+    try {
+      return await deps.slots.acquire(gone.signal);
+    } finally {
+      metrics.waiting.dec();
+      res.off('close', onClose);
+    }
+  };
   const methodNotAllowed = (allow: string) => (_req: Request, res: Response) => {
     res.set('Allow', allow);
     throw new MethodNotAllowed();
@@ -209,10 +229,11 @@ export function createApp(deps: HttpDeps): express.Express {
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      continueIfExpected(req, res);
-      const form = readDeployForm(req, settings.maxUploadBytes);
+      const releaseSlot = await deploySlot(res);
       metrics.inFlight.inc();
       const deployed = await deps.deploys.track(async (signal) => {
+        continueIfExpected(req, res);
+        const form = readDeployForm(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
         const archive = await form.archive;
         const failure = form.failure();
         if (failure) throw failure;
@@ -221,7 +242,10 @@ export function createApp(deps: HttpDeps): express.Express {
         } catch (error) {
           throw form.failure() ?? error;
         }
-      }).finally(() => metrics.inFlight.dec()).catch((error: unknown) => {
+      }).finally(() => {
+        releaseSlot();
+        metrics.inFlight.dec();
+      }).catch((error: unknown) => {
         const answer = toErrorResponse(error, 'deployment failed');
         metrics.failed(answer.status);
         logger.warn('deploy failed', { user, status: answer.status, reason: answer.body.error, durationMs: Math.round(performance.now() - started) });
@@ -331,7 +355,12 @@ export function createApp(deps: HttpDeps): express.Express {
     const answer = toErrorResponse(error, fallbackMessage);
     if (!answer.expected) logger.error('request failed', { method: req.method, path: req.path, error: (error as Error)?.message ?? String(error) });
     if (res.headersSent || req.socket.destroyed) return;
-    res.status(answer.status).json(answer.body);
+    // For a client that sent `Connection: close`, Node closes the connection as soon as this
+    // answer is out, before the drain above: the body bytes left unread make that close a
+    // reset, and a client still writing fails on it without reading the answer. Kept open,
+    // the connection is drained and closed by the client, or by the drain's 5 s limit.
+    if (bodyPending(req)) res.shouldKeepAlive = true;
+    res.status(answer.status).set(answer.headers).json(answer.body);
   });
 
   return app;

@@ -20,12 +20,14 @@ export interface ErrorResponse {
   readonly body: { status: 'error'; error: string };
   /** False for the 500s nobody expected: those get logged with their cause. */
   readonly expected: boolean;
+  readonly headers: Readonly<Record<string, string>>;
 }
 
-const respond = (status: number, error: string, expected = true): ErrorResponse => ({
+const respond = (status: number, error: string, expected = true, headers: Readonly<Record<string, string>> = {}): ErrorResponse => ({
   status,
   body: { status: 'error', error },
   expected,
+  headers,
 });
 
 /** body-parser marks its own failures with a `type`; all of them mean the body is unusable. */
@@ -39,7 +41,7 @@ function isBodyParserError(error: unknown): boolean {
  * operation's own message for a failure nobody foresaw ("deployment failed", ...).
  */
 export function toErrorResponse(error: unknown, fallback: string): ErrorResponse {
-  if (error instanceof HttpError) return respond(error.status, error.publicMessage);
+  if (error instanceof HttpError) return respond(error.status, error.publicMessage, true, error.headers);
   if (isBodyParserError(error)) return respond(400, new InvalidRequestBody().publicMessage);
   if (error instanceof DomainError) {
     if (error instanceof InvalidUsername) return respond(400, 'invalid username format');

@@ -3,16 +3,25 @@ export abstract class HttpError extends Error {
   abstract readonly status: number;
   /** The `error` string the client gets: the spec's own text where it has one. */
   abstract readonly publicMessage: string;
+  /** Headers the answer carries besides the JSON body (Retry-After, say). */
+  readonly headers: Readonly<Record<string, string>> = {};
 }
 
-const define = (status: number, publicMessage: string) =>
+const define = (status: number, publicMessage: string, headers: Readonly<Record<string, string>> = {}) =>
   class extends HttpError {
     readonly status = status;
     readonly publicMessage = publicMessage;
+    override readonly headers = headers;
     constructor() {
       super(publicMessage);
     }
   };
+
+/**
+ * What a refused deploy is told to wait before trying again. A guess, not a promise: a
+ * deploy of a typical site takes seconds, so a few of them will have finished by then.
+ */
+export const RETRY_AFTER_SECONDS = 10;
 
 export class InvalidRequestBody extends define(400, 'invalid request body') {}
 export class InvalidFilesMode extends define(400, "files must be 'persist' or 'delete'") {}
@@ -23,3 +32,18 @@ export class NotFound extends define(404, 'not found') {}
 export class MethodNotAllowed extends define(405, 'method not allowed') {}
 /** The client went away; nobody is left to answer. */
 export class ClientGone extends define(499, 'client closed the connection') {}
+/** Every deploy slot is taken and the queue is full, or the deploy waited too long for one. */
+export class TooManyDeploys extends define(503, 'too many deploys in progress, retry later', { 'Retry-After': String(RETRY_AFTER_SECONDS) }) {}
+/** A deploy still waiting for a slot when the service began to stop. */
+export class ServiceStopping extends define(503, 'service is shutting down, retry later', { 'Retry-After': String(RETRY_AFTER_SECONDS) }) {}
+
+/** The client stopped sending the body while the service was asking for it. */
+export class UploadStalled extends HttpError {
+  readonly status = 408;
+  readonly publicMessage: string;
+  constructor(idleSeconds: number) {
+    const message = `upload stalled: no data received for ${idleSeconds} s`;
+    super(message);
+    this.publicMessage = message;
+  }
+}

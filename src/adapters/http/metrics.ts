@@ -26,6 +26,7 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({ name: 'sitedrop_deploys_in_flight', help: 'Deploys running now', registers: [this.registry] });
+  readonly waiting = new Gauge({ name: 'sitedrop_deploys_waiting', help: 'Deploys waiting for a slot (DEPLOYS_MAX_CONCURRENT), their bodies not yet read', registers: [this.registry] });
   private readonly requests = new Counter({
     name: 'sitedrop_http_requests_total',
     help: 'HTTP requests by route and status',

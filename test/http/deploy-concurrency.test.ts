@@ -1,0 +1,306 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AuthenticateUser } from '../../src/application/authenticate-user.js';
+import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PruneReleases } from '../../src/application/prune-releases.js';
+import type { StagedRelease } from '../../src/application/ports/release-fs.js';
+import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
+import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
+import { DeployTracker } from '../../src/adapters/http/deploy-tracker.js';
+import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
+import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
+import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
+import { SilentLogger } from '../../src/adapters/log/logger.js';
+import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
+import type { Token } from '../../src/domain/token.js';
+import type { Username } from '../../src/domain/username.js';
+import { FixedClock, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from '../application/fakes.js';
+import { startChild, type Child } from '../support/child-service.js';
+import { releaseVersion, versionedSite } from '../support/sites.js';
+import { slowUpload, until, type SlowUpload } from '../support/slow-upload.js';
+
+const ADMIN = 'flood-admin-token-0123456789abcdefghijk';
+const STALLED = 'upload stalled: no data received for 1 s';
+const BUSY = 'too many deploys in progress, retry later';
+
+const children: Child[] = [];
+const dirs: string[] = [];
+
+async function service(env: Record<string, string>): Promise<{ child: Child; dataDir: string; staging: () => string[] }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sitedrop-flood-'));
+  dirs.push(dataDir);
+  const child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env });
+  children.push(child);
+  const staging = () => {
+    try {
+      return readdirSync(join(dataDir, 'deploys/.staging')).filter((n) => n.startsWith('deploy+'));
+    } catch {
+      return [];
+    }
+  };
+  return { child, dataDir, staging };
+}
+
+async function createUser(url: string, name: string): Promise<string> {
+  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username: name }) });
+  return ((await r.json()) as { token: string }).token;
+}
+
+async function deploy(url: string, token: string, project: string, archive: Buffer) {
+  const form = new FormData();
+  form.append('project', project);
+  form.append('file', new Blob([archive]), 'site.tgz');
+  const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  return { status: r.status, body: (await r.json()) as Record<string, string>, retryAfter: r.headers.get('retry-after') };
+}
+
+async function waitingDeploys(url: string): Promise<number> {
+  const r = await fetch(`${url}/api/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  return Number(/^sitedrop_deploys_waiting (\d+)$/m.exec(await r.text())?.[1]);
+}
+
+function levels(pid: number): { threads: number; fds: number } {
+  const threads = Number(/^Threads:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return { threads, fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+/** An answered slow upload: its connection is dropped so it holds nothing afterwards. */
+async function answerOf(upload: SlowUpload): Promise<{ status: number; body: Record<string, unknown> }> {
+  try {
+    return await upload.response;
+  } finally {
+    upload.req.destroy();
+  }
+}
+
+afterAll(async () => {
+  for (const child of children.splice(0)) {
+    child.process.kill('SIGKILL');
+    await child.exited;
+  }
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+describe('a flood of deploys, some stalled (child service, DEPLOYS_MAX_CONCURRENT=2, UPLOAD_IDLE_SECONDS=1)', () => {
+  let s: Awaited<ReturnType<typeof service>>;
+  let tokens: string[];
+
+  beforeAll(async () => {
+    s = await service({ DEPLOYS_MAX_CONCURRENT: '2', DEPLOYS_MAX_QUEUED: '100', UPLOAD_IDLE_SECONDS: '1' });
+    tokens = [];
+    for (let u = 0; u < 5; u += 1) tokens.push(await createUser(s.child.url, `flood${u}`));
+    expect((await deploy(s.child.url, tokens[0]!, 'live', versionedSite('v0', 50))).status).toBe(200);
+  });
+
+  it('50 deploys plus 20 stalled uploads: every one answered, at most 2 unpacking at once, nothing left behind', async () => {
+    const pid = s.child.process.pid!;
+    const before = levels(pid);
+    let mostStaging = 0;
+    const sampler = setInterval(() => (mostStaging = Math.max(mostStaging, s.staging().length)), 10);
+    const big = versionedSite('stall', 400, 256);
+    try {
+      const honest = Array.from({ length: 50 }, (_, i) => deploy(s.child.url, tokens[i % 5]!, `site-${i}`, versionedSite(`v${i}`, 100)));
+      const stalled = Array.from({ length: 20 }, (_, i) => answerOf(slowUpload(s.child.url, tokens[i % 5]!, `stalled-${i}`, big, Math.floor(big.length / 2))));
+      const deployed = await Promise.all(honest);
+      const refused = await Promise.all(stalled);
+
+      for (const r of [...deployed, ...refused]) {
+        if (r.status !== 200) expect(r.body).toEqual({ status: 'error', error: expect.any(String) });
+      }
+      // The queue (100) and its wait bound (120 s) are ample here: every honest deploy lands.
+      expect(deployed.map((r) => r.status)).toEqual(Array(50).fill(200));
+      expect(refused).toEqual(Array(20).fill({ status: 408, body: { status: 'error', error: STALLED } }));
+      for (const [i, r] of deployed.entries()) {
+        const target = await readlink(join(s.dataDir, `docs/flood${i % 5}/site-${i}`));
+        expect(target).toBe(`${join(s.dataDir, `deploys/flood${i % 5}/site-${i}`, r.body.release!)}/`);
+        expect(await releaseVersion(target, 100)).toBe(`v${i}`);
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(mostStaging).toBeGreaterThan(0);
+    expect(mostStaging).toBeLessThanOrEqual(2);
+    for (let i = 0; i < 20; i += 1) await expect(readdir(join(s.dataDir, `deploys/flood${i % 5}/stalled-${i}`))).rejects.toThrow(/ENOENT/);
+    // Staging emptied, connections closed (a stalled one 5 s after its answer), and no
+    // thread or descriptor left beyond the worker pool's second warm worker (a thread
+    // pair, four descriptors each).
+    await until(() => {
+      const now = levels(pid);
+      return s.staging().length === 0 && now.threads <= before.threads + 2 && now.fds <= before.fds + 8;
+    }, 'the service to settle', 20_000);
+    expect(await waitingDeploys(s.child.url)).toBe(0);
+    expect((await deploy(s.child.url, tokens[0]!, 'live', versionedSite('v1', 50))).status).toBe(200);
+  }, 120_000);
+
+  it('aborts an upload that sends nothing for UPLOAD_IDLE_SECONDS with 408, cleans its staging area, and leaves the site alone', async () => {
+    const live = await readlink(join(s.dataDir, 'docs/flood0/live'));
+    const archive = versionedSite('v-stall', 2000, 512);
+    const upload = slowUpload(s.child.url, tokens[0]!, 'live', archive, Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'a staging area');
+    expect(await answerOf(upload)).toEqual({ status: 408, body: { status: 'error', error: STALLED } });
+    await until(() => s.staging().length === 0, 'the staging area to go');
+    expect(await readlink(join(s.dataDir, 'docs/flood0/live'))).toBe(live);
+    expect(await releaseVersion(live, 50)).toBe('v1');
+  });
+});
+
+describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX_QUEUED=1, no idle limit)', () => {
+  let s: Awaited<ReturnType<typeof service>>;
+  let token: string;
+  const open: SlowUpload[] = [];
+  const archive = versionedSite('q', 300, 256);
+  /** A deploy that sends its first bytes and then waits to be told to finish. */
+  const held = (project: string, sent = 16) => {
+    const upload = slowUpload(s.child.url, token, project, archive, sent);
+    open.push(upload);
+    return upload;
+  };
+
+  beforeAll(async () => {
+    s = await service({ DEPLOYS_MAX_CONCURRENT: '1', DEPLOYS_MAX_QUEUED: '1', UPLOAD_IDLE_SECONDS: '0', SHUTDOWN_GRACE_SECONDS: '1' });
+    token = await createUser(s.child.url, 'queued');
+  });
+  afterEach(() => {
+    for (const upload of open.splice(0)) upload.req.destroy();
+  });
+
+  it('refuses a deploy beyond the queue with 503 and Retry-After, before reading its body', async () => {
+    const running = held('running', Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'the running deploy to unpack');
+    const waiting = held('waiting');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'a deploy to wait');
+    // The waiting deploy's body is not read: no second staging area.
+    expect(s.staging()).toHaveLength(1);
+
+    const refused = await deploy(s.child.url, token, 'refused', archive);
+    expect(refused.status).toBe(503);
+    expect(refused.body).toEqual({ status: 'error', error: BUSY });
+    expect(refused.retryAfter).toMatch(/^[1-9]\d*$/);
+
+    running.finish();
+    expect((await answerOf(running)).status).toBe(200);
+    await until(async () => (await waitingDeploys(s.child.url)) === 0, 'the waiting deploy to start');
+    waiting.finish();
+    expect((await answerOf(waiting)).status).toBe(200);
+  });
+
+  it('a client that sent Connection: close and keeps sending still reads its refusal', async () => {
+    const running = held('running', Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'the running deploy to unpack');
+    const waiting = held('waiting');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'a deploy to wait');
+    // By hand: a client that writes on, after the answer has come, before it reads it.
+    const { port } = new URL(s.child.url);
+    const outcome = await new Promise<{ text: string; error?: string }>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let text = '';
+      let error: string | undefined;
+      socket.on('data', (c: Buffer) => (text += c.toString()));
+      socket.on('error', (e) => (error = e.message));
+      socket.on('close', () => resolve({ text, error }));
+      socket.write(`POST /api/v1/deploy HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n` +
+        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`);
+      // More than the socket buffers take in: some of it is still unread when the answer goes.
+      socket.write(Buffer.alloc(6 * 1024 * 1024, 97));
+      setTimeout(() => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)), 300);
+    });
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.text).toMatch(/^HTTP\/1\.1 503 /);
+    expect(outcome.text).toContain(BUSY);
+    running.finish();
+    expect((await answerOf(running)).status).toBe(200);
+    waiting.finish();
+    expect((await answerOf(waiting)).status).toBe(200);
+  });
+
+  it('a waiting client that disconnects frees its place in the queue at once', async () => {
+    const running = held('running', Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'the running deploy to unpack');
+    const leaving = held('leaving');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'a deploy to wait');
+    leaving.req.destroy();
+    await until(async () => (await waitingDeploys(s.child.url)) === 0, 'the queue to empty');
+
+    const next = held('next');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'the next deploy to wait');
+    running.finish();
+    expect((await answerOf(running)).status).toBe(200);
+    next.finish();
+    expect((await answerOf(next)).status).toBe(200);
+  });
+
+  it('a shutdown answers waiting deploys 503 at once, and gives up running ones after the grace period', async () => {
+    const running = held('running', Math.floor(archive.length / 2));
+    await until(() => s.staging().length === 1, 'the running deploy to unpack');
+    const waiting = held('waiting');
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'a deploy to wait');
+    s.child.process.kill('SIGTERM');
+    expect(await answerOf(waiting)).toEqual({ status: 503, body: { status: 'error', error: 'service is shutting down, retry later' } });
+    expect(await s.child.exited).toBe(0);
+    await running.response.catch(() => undefined);
+    expect(s.staging()).toEqual([]);
+  });
+});
+
+/** Unpacks like the in-memory fake, but stops reading for `pauseMs` after the first chunk: a slow disk. */
+class SlowDiskReleaseFs extends InMemoryReleaseFs {
+  constructor(private readonly pauseMs: number) {
+    super();
+  }
+
+  override stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    const pauseMs = this.pauseMs;
+    async function* slowly(): AsyncGenerator<Uint8Array> {
+      let first = true;
+      for await (const chunk of archive) {
+        yield chunk;
+        if (first) await new Promise((r) => setTimeout(r, pauseMs));
+        first = false;
+      }
+    }
+    return super.stage(slowly(), limits, signal);
+  }
+}
+
+describe('the idle limit counts only the time the service is asking for bytes (real HTTP, fake disk)', () => {
+  let server: Server;
+  let url: string;
+  const token = 'S'.repeat(32);
+
+  beforeAll(async () => {
+    const tokens = new InMemoryTokenStore();
+    await tokens.save('slow' as Username, token as Token);
+    const releases = new SlowDiskReleaseFs(2500);
+    const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100 * 1024 * 1024 } };
+    const app = createApp({
+      settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1 },
+      authenticate: new AuthenticateUser(tokens),
+      deploy: new DeployRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings), new InMemoryDeployRecords()),
+      deploys: new DeployTracker(),
+      slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
+      metrics: new ServiceMetrics(),
+      logger: new SilentLogger(),
+      openApi: loadOpenApiDocument(),
+    } as unknown as HttpDeps);
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('a deploy held back by a slow disk for longer than UPLOAD_IDLE_SECONDS is not aborted', async () => {
+    // Far more than the socket and stream buffers hold, so the request is paused while the "disk" is busy.
+    const r = await deploy(url, token, 'site', randomBytes(8 * 1024 * 1024));
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'ok', project: 'site', username: 'slow' });
+  });
+});
