@@ -253,6 +253,25 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       expect(truncated.body).toEqual({ status: 'error', error: 'failed to parse multipart form' });
     });
 
+    it('refuses a form over its part, file or field counts as malformed, rather than drop the parts past them', async () => {
+      const file = { name: 'file', filename: 'site.tgz', body: site('late') };
+      const forms = [
+        [...Array.from({ length: 40 }, (_, i) => ({ name: `decoy${i}`, filename: `d${i}`, body: '' })), { name: 'project', body: 'docs' }, file],
+        [{ name: 'project', body: 'docs' }, ...Array.from({ length: 5 }, () => ({ name: 'other', filename: 'x.tgz', body: 'x' })), file],
+        [...Array.from({ length: 17 }, (_, i) => ({ name: `f${i}`, body: 'v' })), { name: 'project', body: 'docs' }, file],
+      ];
+      for (const parts of forms) {
+        const body = multipart('LiM', parts);
+        const r = await rawRequest(h.url, {
+          path: '/api/v1/deploy',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=LiM', 'content-length': String(body.length) },
+          chunks: [body],
+        });
+        expect(r.status).toBe(400);
+        expect(r.body).toEqual({ status: 'error', error: 'failed to parse multipart form' });
+      }
+    });
+
     it('answers an upload over MAX_UPLOAD_BYTES with 413, declared or chunked', async () => {
       const big = Buffer.alloc(300 * 1024, 7);
       const declared = await h.deploy(token, 'big', big);

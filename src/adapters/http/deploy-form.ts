@@ -95,6 +95,9 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
     settleArchive(undefined);
   });
   parser.on('error', () => fail(new BadMultipart()));
+  // Past a count busboy drops the rest silently: a file part hidden behind 32 decoys
+  // would read as "missing", so a form over any of the counts is refused as malformed.
+  for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) parser.on(limit, () => fail(new BadMultipart()));
   req.pipe(parser);
   return { project, archive, failure: () => failed };
 }
