@@ -164,6 +164,15 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       expect(r.body).toEqual({ status: 'error', error: 'user not found' });
     });
 
+    it('refuses a JSON body over 16 KiB as invalid, creating nothing', async () => {
+      const padded = { username: 'padded', padding: 'p'.repeat(16 * 1024) };
+      const r = await h.call('POST', '/api/v1/auth', { token: ADMIN_TOKEN, json: padded });
+      expect(r.status).toBe(400);
+      expect(r.body).toEqual({ status: 'error', error: 'invalid request body' });
+      const users = await h.call('GET', '/api/v1/users', { token: ADMIN_TOKEN });
+      expect(JSON.stringify(users.body)).not.toContain('padded');
+    });
+
     it('answers bad bodies, bad names and bad admin tokens as the spec says', async () => {
       expect((await h.call('DELETE', '/api/v1/auth', { token: ADMIN_TOKEN, body: 'x' })).body).toEqual({ status: 'error', error: 'invalid request body' });
       expect((await h.call('DELETE', '/api/v1/auth', { token: ADMIN_TOKEN, json: { username: 'Bad' } })).body).toEqual({ status: 'error', error: 'invalid username format' });
