@@ -29,6 +29,8 @@ const { values: opts } = parseArgs({
     shapes: { type: 'string', default: 'small,standard,docs,media' },
     concurrent: { type: 'string', default: '3' },
     'upload-mib': { type: 'string', default: '100' },
+    // `--poll off` leaves GET /api/v1/status unpolled (peak RSS still measured): what the polling costs the deploys.
+    poll: { type: 'string', default: 'on' },
     json: { type: 'string', default: join(here, 'results', 'latest.json') },
     dir: { type: 'string' },
     tiny: { type: 'boolean', default: false },
@@ -267,7 +269,7 @@ async function startMonitor(service) {
     async during(work) {
       windows += 1;
       const hwm = resetPeak(service.pid);
-      child.send('start');
+      if (opts.poll !== 'off') child.send('start');
       const sampler = setInterval(() => sample('VmRSS'), 10);
       try {
         return await work();
