@@ -2,8 +2,8 @@
 // sitedrop's benchmark: a full HTTP deploy against the by-hand way (GNU tar + ln -s + mv -T)
 // on the same disk, pairs interleaved A B A B (with, for reference, the by-hand way made
 // durable by `sync -f` in each round); then a 100 MiB upload. During every deploy the
-// service makes, its peak RSS is measured and GET /api/v1/status polled, per shape.
-// Prints one table, writes JSON.
+// service makes its peak RSS is measured, and during a few untimed ones per shape
+// GET /api/v1/status is polled. Prints one table, writes JSON.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -29,16 +29,17 @@ const { values: opts } = parseArgs({
     shapes: { type: 'string', default: 'small,standard,docs,media' },
     concurrent: { type: 'string', default: '3' },
     'upload-mib': { type: 'string', default: '100' },
-    // `--poll off` leaves GET /api/v1/status unpolled (peak RSS still measured): what the polling costs the deploys.
-    poll: { type: 'string', default: 'on' },
+    // Untimed deploys per shape, after its pairs, during which GET /api/v1/status is polled.
+    polled: { type: 'string', default: '3' },
     json: { type: 'string', default: join(here, 'results', 'latest.json') },
     dir: { type: 'string' },
     tiny: { type: 'boolean', default: false },
   },
 });
-if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1' });
+if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1', polled: '1' });
 const PAIRS = Number(opts.pairs);
 const CONCURRENT = Number(opts.concurrent);
+const POLLED = Number(opts.polled);
 const UPLOAD_BYTES = Math.floor(Number(opts['upload-mib']) * 1024 * 1024);
 
 const median = (xs) => {
@@ -52,8 +53,8 @@ const percentile = (xs, p) => {
 };
 const now = () => performance.now();
 /** What the monitor saw during a shape's deploys, as one line. */
-const watchedLine = ({ deploys, peakRssMiB, status: st }) =>
-  `service peak RSS ${peakRssMiB.toFixed(1)} MiB, GET /api/v1/status during its ${deploys} deploy(s): ${st.samples} samples` +
+const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
+  `service peak RSS ${peakRssMiB.toFixed(1)} MiB over ${deploys} deploy(s); GET /api/v1/status during ${polledDeploys} of them: ${st.samples} samples` +
   (st.samples === 0 ? '' : `, p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms, max ${st.max.toFixed(1)} ms`);
 /** A shape's status p99 for the table; too few samples for a p99 are shown as they are. */
 const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.p99.toFixed(1));
@@ -225,6 +226,14 @@ async function pairs(label, runA, runB, runC, settled) {
   };
 }
 
+/** The shape's untimed deploys with GET /api/v1/status polled, each from a quiet disk as the timed ones. */
+async function polledDeploys(settled, deploy) {
+  for (let i = 0; i < POLLED; i += 1) {
+    await settled();
+    await deploy();
+  }
+}
+
 /** Median of each phase the service logged for these projects' timed deploys (warm-ups left out). */
 function medianPhases(service, projects) {
   const timed = projects.flatMap((p) => (service.phases.get(p) ?? []).slice(1));
@@ -250,9 +259,12 @@ function resetPeak(pid) {
 /**
  * Watches the service during its deploys, and only then (not during the by-hand runs):
  * its RSS sampled every 10 ms, with the kernel's high-water mark reset at the start of
- * each window and read at its end, so a peak between two samples is not missed; and
- * GET /api/v1/status polled by bench/status-poller.mjs, a process of its own, as a health
- * checker would. One monitor per shape; `report()` gives its peak and latencies.
+ * each window and read at its end, so a peak between two samples is not missed; and,
+ * during the deploys `during` is told to poll, GET /api/v1/status polled by
+ * bench/status-poller.mjs, a process of its own, as a health checker would. Not during
+ * the timed ones: polling every 5 ms made them 10-50% slower (docs/performance.md),
+ * which would skew the ratio to the by-hand way. One monitor per shape; `report()` gives
+ * its peak and latencies.
  */
 async function startMonitor(service) {
   const child = fork(join(here, 'status-poller.mjs'), [service.url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -263,13 +275,15 @@ async function startMonitor(service) {
   });
   let peak = 0;
   let windows = 0;
+  let polledWindows = 0;
   const sample = (field) => (peak = Math.max(peak, readStatus(service.pid, field)));
   return {
     /** Runs `work` (the service's deploys) with the service watched throughout. */
-    async during(work) {
+    async during(work, poll = false) {
       windows += 1;
+      if (poll) polledWindows += 1;
       const hwm = resetPeak(service.pid);
-      if (opts.poll !== 'off') child.send('start');
+      if (poll) child.send('start');
       const sampler = setInterval(() => sample('VmRSS'), 10);
       try {
         return await work();
@@ -283,6 +297,7 @@ async function startMonitor(service) {
       child.removeAllListeners('exit');
       child.once('message', ({ latencies }) => resolve({
         deploys: windows,
+        polledDeploys: polledWindows,
         peakRssMiB: peak / 1024 / 1024,
         status: latencies.length === 0
           ? { samples: 0 }
@@ -303,7 +318,7 @@ async function memoryAndLatency(work, archive) {
   await httpDeploy(service.url, token, 'warm', archive.warm);
   const monitor = await startMonitor(service);
   try {
-    const deployMs = await monitor.during(() => httpDeploy(service.url, token, 'large', archive.large));
+    const deployMs = await monitor.during(() => httpDeploy(service.url, token, 'large', archive.large), true);
     return { uploadBytes: statSync(archive.large).size, deployMs, ...(await monitor.report()) };
   } finally {
     await service.stop();
@@ -325,8 +340,12 @@ async function main() {
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
       const monitor = await startMonitor(service);
-      const r = await pairs(name, () => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive)), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => settle(service, handRoot, [name]));
-      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs: medianPhases(service, [name]), ...(await monitor.report()) });
+      const deploy = (poll) => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive), poll);
+      const settled = () => settle(service, handRoot, [name]);
+      const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
+      const servicePhasesMs = medianPhases(service, [name]);
+      await polledDeploys(settled, () => deploy(true));
+      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, ...(await monitor.report()) });
       rmSync(fixture.site, { recursive: true, force: true });
     }
     const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
@@ -334,15 +353,18 @@ async function main() {
     if (CONCURRENT > 1) {
       process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
       const monitor = await startMonitor(service);
+      const together = (poll) => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }, poll);
       const r = await pairs(
         `${CONCURRENT}x ${base}`,
-        () => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }),
+        () => together(false),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
         () => settle(service, handRoot, projects),
       );
       const baseScenario = results.scenarios.find((s) => s.name === base);
-      results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs: medianPhases(service, projects), ...(await monitor.report()) });
+      const servicePhasesMs = medianPhases(service, projects);
+      await polledDeploys(() => settle(service, handRoot, projects), () => together(true));
+      results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, ...(await monitor.report()) });
     }
   } finally {
     await service.stop();
