@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // sitedrop's benchmark: a full HTTP deploy against the by-hand way (GNU tar + ln -s + mv -T)
 // on the same disk, pairs interleaved A B A B (with, for reference, the by-hand way made
-// durable by `sync -f` in each round); then a 100 MiB upload with the service's
-// RSS sampled and GET /api/v1/status polled throughout. Prints one table, writes JSON.
+// durable by `sync -f` in each round); then a 100 MiB upload. During every deploy the
+// service makes its peak RSS is measured, and during a few untimed ones per shape
+// GET /api/v1/status is polled. Prints one table, writes JSON.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -28,14 +29,17 @@ const { values: opts } = parseArgs({
     shapes: { type: 'string', default: 'small,standard,docs,media' },
     concurrent: { type: 'string', default: '3' },
     'upload-mib': { type: 'string', default: '100' },
+    // Untimed deploys per shape, after its pairs, during which GET /api/v1/status is polled.
+    polled: { type: 'string', default: '3' },
     json: { type: 'string', default: join(here, 'results', 'latest.json') },
     dir: { type: 'string' },
     tiny: { type: 'boolean', default: false },
   },
 });
-if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1' });
+if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1', polled: '1' });
 const PAIRS = Number(opts.pairs);
 const CONCURRENT = Number(opts.concurrent);
+const POLLED = Number(opts.polled);
 const UPLOAD_BYTES = Math.floor(Number(opts['upload-mib']) * 1024 * 1024);
 
 const median = (xs) => {
@@ -48,6 +52,12 @@ const percentile = (xs, p) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
 const now = () => performance.now();
+/** What the monitor saw during a shape's deploys, as one line. */
+const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
+  `service peak RSS ${peakRssMiB.toFixed(1)} MiB over ${deploys} deploy(s); GET /api/v1/status during ${polledDeploys} of them: ${st.samples} samples` +
+  (st.samples === 0 ? '' : `, p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms, max ${st.max.toFixed(1)} ms`);
+/** A shape's status p99 for the table; too few samples for a p99 are shown as they are. */
+const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.p99.toFixed(1));
 
 const running = new Set();
 process.on('exit', () => {
@@ -216,6 +226,14 @@ async function pairs(label, runA, runB, runC, settled) {
   };
 }
 
+/** The shape's untimed deploys with GET /api/v1/status polled, each from a quiet disk as the timed ones. */
+async function polledDeploys(settled, deploy) {
+  for (let i = 0; i < POLLED; i += 1) {
+    await settled();
+    await deploy();
+  }
+}
+
 /** Median of each phase the service logged for these projects' timed deploys (warm-ups left out). */
 function medianPhases(service, projects) {
   const timed = projects.flatMap((p) => (service.phases.get(p) ?? []).slice(1));
@@ -228,18 +246,63 @@ function readStatus(pid, field) {
   return Number(/(\d+)/.exec(line)[1]) * 1024;
 }
 
-/** bench/status-poller.mjs in a process of its own; stop() resolves with its latencies. */
-async function startPoller(url) {
-  const child = fork(join(here, 'status-poller.mjs'), [url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function resetPeak(pid) {
+  try {
+    // Linux 4.0+: resets VmHWM to the current RSS, so each window's own peak can be read.
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false; // then the samples alone give the peak
+  }
+}
+
+/**
+ * Watches the service during its deploys, and only then (not during the by-hand runs):
+ * its RSS sampled every 10 ms, with the kernel's high-water mark reset at the start of
+ * each window and read at its end, so a peak between two samples is not missed; and,
+ * during the deploys `during` is told to poll, GET /api/v1/status polled by
+ * bench/status-poller.mjs, a process of its own, as a health checker would. Not during
+ * the timed ones: polling every 5 ms made them 10-50% slower (docs/performance.md),
+ * which would skew the ratio to the by-hand way. One monitor per shape; `report()` gives
+ * its peak and latencies.
+ */
+async function startMonitor(service) {
+  const child = fork(join(here, 'status-poller.mjs'), [service.url], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   running.add(child);
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`status poller exited (${code})`)));
   });
+  let peak = 0;
+  let windows = 0;
+  let polledWindows = 0;
+  const sample = (field) => (peak = Math.max(peak, readStatus(service.pid, field)));
   return {
-    stop: () => new Promise((resolve, reject) => {
+    /** Runs `work` (the service's deploys) with the service watched throughout. */
+    async during(work, poll = false) {
+      windows += 1;
+      if (poll) polledWindows += 1;
+      const hwm = resetPeak(service.pid);
+      if (poll) child.send('start');
+      const sampler = setInterval(() => sample('VmRSS'), 10);
+      try {
+        return await work();
+      } finally {
+        clearInterval(sampler);
+        child.send('pause');
+        sample(hwm ? 'VmHWM' : 'VmRSS');
+      }
+    },
+    report: () => new Promise((resolve, reject) => {
       child.removeAllListeners('exit');
-      child.once('message', (m) => resolve(m.latencies));
+      child.once('message', ({ latencies }) => resolve({
+        deploys: windows,
+        polledDeploys: polledWindows,
+        peakRssMiB: peak / 1024 / 1024,
+        status: latencies.length === 0
+          ? { samples: 0 }
+          : { samples: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
+      }));
       child.once('exit', (code) => code !== 0 && reject(new Error(`status poller exited (${code})`)));
       child.send('stop');
     }),
@@ -253,25 +316,13 @@ async function memoryAndLatency(work, archive) {
   // The reference site first: a service that has just unpacked 5,000 files holds more
   // memory than a fresh one, and the upload's peak is measured on top of that.
   await httpDeploy(service.url, token, 'warm', archive.warm);
-  let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, readStatus(service.pid, 'VmRSS'))), 5);
-  const poller = await startPoller(service.url);
-  let deployMs;
-  let latencies;
+  const monitor = await startMonitor(service);
   try {
-    deployMs = await httpDeploy(service.url, token, 'large', archive.large);
+    const deployMs = await monitor.during(() => httpDeploy(service.url, token, 'large', archive.large), true);
+    return { uploadBytes: statSync(archive.large).size, deployMs, ...(await monitor.report()) };
   } finally {
-    latencies = await poller.stop();
-    clearInterval(sampler);
+    await service.stop();
   }
-  peak = Math.max(peak, readStatus(service.pid, 'VmHWM'));
-  await service.stop();
-  return {
-    uploadBytes: statSync(archive.large).size,
-    deployMs,
-    peakRssMiB: peak / 1024 / 1024,
-    status: { samples: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
-  };
 }
 
 async function main() {
@@ -288,33 +339,46 @@ async function main() {
       archives[name] = fixture.archive;
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
-      const r = await pairs(name, () => httpDeploy(service.url, token, name, fixture.archive), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => settle(service, handRoot, [name]));
-      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs: medianPhases(service, [name]) });
+      const monitor = await startMonitor(service);
+      const deploy = (poll) => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive), poll);
+      const settled = () => settle(service, handRoot, [name]);
+      const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
+      const servicePhasesMs = medianPhases(service, [name]);
+      await polledDeploys(settled, () => deploy(true));
+      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, ...(await monitor.report()) });
       rmSync(fixture.site, { recursive: true, force: true });
     }
     const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
     const projects = Array.from({ length: CONCURRENT }, (_, i) => `together-${i}`);
-    process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
-    const r = await pairs(
-      `${CONCURRENT}x ${base}`,
-      async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; },
-      async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
-      async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
-      () => settle(service, handRoot, projects),
-    );
-    const baseScenario = results.scenarios.find((s) => s.name === base);
-    results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs: medianPhases(service, projects) });
+    if (CONCURRENT > 1) {
+      process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
+      const monitor = await startMonitor(service);
+      const together = (poll) => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }, poll);
+      const r = await pairs(
+        `${CONCURRENT}x ${base}`,
+        () => together(false),
+        async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
+        async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
+        () => settle(service, handRoot, projects),
+      );
+      const baseScenario = results.scenarios.find((s) => s.name === base);
+      const servicePhasesMs = medianPhases(service, projects);
+      await polledDeploys(() => settle(service, handRoot, projects), () => together(true));
+      results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, ...(await monitor.report()) });
+    }
   } finally {
     await service.stop();
   }
 
-  process.stderr.write(`memory: a ${(UPLOAD_BYTES / 1024 / 1024).toFixed(0)} MiB upload\n`);
-  // The by-hand runs leave gigabytes unflushed; their writeback would load the machine
-  // during the measurement of the service's latency. Start it from a quiet disk.
-  execFileSync('sync');
-  // 1% below the limit leaves room for the tar headers, gzip framing and multipart envelope.
-  const large = makeLargeUpload(join(work, 'fixtures', 'large'), Math.floor(UPLOAD_BYTES * 0.99));
-  results.memory = await memoryAndLatency(work, { warm: archives.standard ?? archives[opts.shapes.split(',')[0]], large });
+  if (UPLOAD_BYTES > 0) {
+    process.stderr.write(`memory: a ${(UPLOAD_BYTES / 1024 / 1024).toFixed(0)} MiB upload\n`);
+    // The by-hand runs leave gigabytes unflushed; their writeback would load the machine
+    // during the measurement of the service's latency. Start it from a quiet disk.
+    execFileSync('sync');
+    // 1% below the limit leaves room for the tar headers, gzip framing and multipart envelope.
+    const large = makeLargeUpload(join(work, 'fixtures', 'large'), Math.floor(UPLOAD_BYTES * 0.99));
+    results.memory = await memoryAndLatency(work, { warm: archives.standard ?? archives[opts.shapes.split(',')[0]], large });
+  }
 
   // The issue's target is the reference site's ratio, and it must hold at every size: the
   // pooled median would let the shapes that favour the service hide the ones that do not.
@@ -325,9 +389,11 @@ async function main() {
   results.referenceRatio = reference.medianRatio;
   results.worst = { name: worst.name, ratio: worst.medianRatio };
   const rows = [
-    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios', 'by hand + sync -f ms', 'ratio to it'],
-    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' '), s.medianC.toFixed(0), s.medianDurableRatio.toFixed(2)]),
+    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios', 'by hand + sync -f ms', 'ratio to it', 'peak RSS MiB', 'status p99 ms'],
+    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' '), s.medianC.toFixed(0), s.medianDurableRatio.toFixed(2), s.peakRssMiB.toFixed(1), p99(s)]),
   ];
+  const m = results.memory;
+  if (m) rows.push([`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload`, '1', '', (m.uploadBytes / 1e6).toFixed(1), m.deployMs.toFixed(0), '', '', '', '', '', m.peakRssMiB.toFixed(1), p99(m)]);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   console.log(line(rows[0]));
@@ -338,10 +404,9 @@ async function main() {
     const p = sc.servicePhasesMs;
     if (p) console.log(`${sc.name}: the service's own phases, median ms: stage ${p.stage} (of it flush to disk ${p.flush}), lock wait ${p.lockWait}, publish ${p.publish}, record + prune ${p.prune}`);
   }
+  for (const sc of results.scenarios) console.log(`${sc.name}: ${watchedLine(sc)}`);
   console.log(`reference (${reference.name}) ratio: ${reference.medianRatio.toFixed(2)}; worst shape: ${worst.name} ${worst.medianRatio.toFixed(2)}; median of all pair ratios: ${overall.toFixed(2)}`);
-  const m = results.memory;
-  console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, service peak RSS ${m.peakRssMiB.toFixed(1)} MiB, ` +
-    `GET /api/v1/status during it: ${m.status.samples} samples, p50 ${m.status.p50.toFixed(1)} ms, p99 ${m.status.p99.toFixed(1)} ms, max ${m.status.max.toFixed(1)} ms`);
+  if (m) console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, ${watchedLine(m)}`);
   mkdirSync(dirname(opts.json), { recursive: true });
   writeFileSync(opts.json, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`figures written to ${opts.json}`);

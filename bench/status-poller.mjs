@@ -1,11 +1,15 @@
 // Polls GET /api/v1/status every 5 ms from a process of its own, as a health checker would,
-// until its parent says "stop"; then sends back every latency in ms. A poller inside the
-// uploading process would time that process's own busy event loop along with the service.
+// while its parent has it on ("start" to "pause", any number of times), until the parent
+// says "stop"; then sends back every latency in ms. A poller inside the uploading process
+// would time that process's own busy event loop along with the service.
 import { request } from 'node:http';
 
 const url = new URL('/api/v1/status', process.argv[2]);
 const latencies = [];
-let polling = true;
+let polling = false;
+let stopping = false;
+/** Resolves the idle wait when the parent says "start" (or "stop"). */
+let wake = () => {};
 
 function once() {
   const started = performance.now();
@@ -20,10 +24,20 @@ function once() {
 }
 
 process.on('message', (message) => {
-  if (message === 'stop') polling = false;
+  if (message === 'start') polling = true;
+  else if (message === 'pause') polling = false;
+  else if (message === 'stop') {
+    polling = false;
+    stopping = true;
+  }
+  wake();
 });
 process.send('ready');
-while (polling) {
+while (!stopping) {
+  if (!polling) {
+    await new Promise((resolve) => (wake = resolve));
+    continue;
+  }
   latencies.push(await once());
   await new Promise((resolve) => setTimeout(resolve, 5));
 }

@@ -23,7 +23,19 @@ describe('npm run bench', () => {
         expect(s.medianC).toBeGreaterThan(0);
         expect(s.servicePhasesMs).toEqual({ stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) });
         expect(s.files).toBeGreaterThan(0);
+        // Every shape's deploys are watched (the warm-up, the pair's, the polled one); the
+        // status is polled during the untimed one only, so polling cannot slow the timed ones.
+        expect(s.deploys).toBe(3);
+        expect(s.polledDeploys).toBe(1);
+        expect(s.peakRssMiB).toBeGreaterThan(10);
+        expect(s.status).toEqual({ samples: expect.any(Number), p50: expect.any(Number), p99: expect.any(Number), max: expect.any(Number) });
+        expect(s.status.samples).toBeGreaterThan(0);
       }
+      expect(stdout).toMatch(/\| peak RSS MiB \| status p99 ms \|/);
+      expect(stdout).toMatch(/\| tiny +\|(.*\|){9} \d+\.\d +\| \d+\.\d +\|/);
+      expect(stdout).toMatch(/\| 1\.0 MiB upload +\|(.*\|){9} \d+\.\d +\| \d+\.\d +\|/);
+      expect(results.memory.deploys).toBe(1);
+      expect(results.memory.polledDeploys).toBe(1);
       expect(results.memory.peakRssMiB).toBeGreaterThan(10);
       expect(results.memory.status.samples).toBeGreaterThan(0);
       expect(typeof results.medianRatio).toBe('number');
