@@ -22,6 +22,8 @@ const START = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8'))
 const NODE_FLAGS = START.filter((w) => w.startsWith('--'));
 const START_ENV = Object.fromEntries(START.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => w.split('=')));
 const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
+/** Settings an experiment may vary, passed through from the benchmark's own environment. */
+const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
 
 const { values: opts } = parseArgs({
   options: {
@@ -66,7 +68,7 @@ process.on('exit', () => {
 
 async function startService(dataDir) {
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-    env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN },
+    env: { ...START_ENV, ...TUNING, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
