@@ -6,23 +6,17 @@
 // then checks that the service is back where it started: no staging area, thread or file
 // descriptor left over. `node bench/flood.mjs --help` lists the knobs; `flood()` is the
 // same run for bench/run.mjs to call.
-import { fork, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { createReadStream, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readlink, stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
+import { createUser, procStatus, running, startService } from './service.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const MAIN = join(here, '..', 'dist', 'main.js');
-// The service runs as `npm start` runs it: the same environment assignments and node flags.
-const START = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).scripts.start.split(/\s+/);
-const NODE_FLAGS = START.filter((w) => w.startsWith('--'));
-const START_ENV = Object.fromEntries(START.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => w.split('=')));
-const ADMIN = 'flood-admin-token-0123456789abcdefghijkl';
 const USERS = 10;
 
 const percentile = (xs, p) => {
@@ -31,58 +25,8 @@ const percentile = (xs, p) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const running = new Set();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 
-async function startService(dataDir, env, logFile) {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-    env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  running.add(child);
-  let out = '';
-  const url = await new Promise((resolve, reject) => {
-    const onData = (c) => {
-      out += c;
-      const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
-      if (m) {
-        child.stdout.off('data', onData);
-        if (logFile) {
-          writeFileSync(logFile, out);
-          child.stdout.pipe(createWriteStream(logFile, { flags: 'a' }));
-        } else {
-          child.stdout.resume();
-        }
-        resolve(m[1]);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));
-  });
-  const stop = () => new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.on('exit', () => {
-      running.delete(child);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-  return { url, pid: child.pid, stop };
-}
-
-async function createUser(url, username) {
-  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username }) });
-  if (r.status !== 200) throw new Error(`creating ${username}: ${r.status} ${await r.text()}`);
-  return (await r.json()).token;
-}
-
-function procStatus(pid, field) {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
-  return Number(/(\d+)/.exec(line)[1]);
-}
 const openFds = (pid) => readdirSync(`/proc/${pid}/fd`).length;
 const fdKinds = (pid) => {
   const kinds = {};
@@ -233,7 +177,7 @@ export async function flood({ clients = 50, stallers = 20, shape = 'standard', e
     const archiveBytes = statSync(fixture.archive).size;
     const expected = await tally(fixture.site);
     log(`${shape}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(archiveBytes / 1e6).toFixed(1)} MB gzip`);
-    const service = await startService(dataDir, env, serviceLog);
+    const service = await startService(dataDir, { env, logFile: serviceLog });
     try {
       const tokens = [];
       for (let u = 0; u < USERS; u += 1) tokens.push(await createUser(service.url, `flood${u}`));

@@ -5,7 +5,7 @@
 // service makes its peak RSS is measured, and during a few untimed ones per shape
 // GET /api/v1/status is polled. Prints one table, writes JSON.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,15 +13,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
+import { createUser, procStatus, running, startService } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const MAIN = join(here, '..', 'dist', 'main.js');
-/** Run the service as `npm start` does, with the same node flags. */
-// The service runs as `npm start` runs it: the same environment assignments and node flags.
-const START = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).scripts.start.split(/\s+/);
-const NODE_FLAGS = START.filter((w) => w.startsWith('--'));
-const START_ENV = Object.fromEntries(START.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => w.split('=')));
-const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
 /** Settings an experiment may vary, passed through from the benchmark's own environment. */
 const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
 
@@ -61,51 +55,16 @@ const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
 /** A shape's status p99 for the table; too few samples for a p99 are shown as they are. */
 const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.p99.toFixed(1));
 
-const running = new Set();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-async function startService(dataDir) {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-    env: { ...START_ENV, ...TUNING, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (c) => {
-      out += c;
-      const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));
-  });
-  // The service logs each deploy's phases (stage, of it flush, publish, prune): kept, per project.
+/** The service, keeping each deploy's logged phases (stage, of it flush, publish, prune) per project. */
+async function startBenchService(dataDir) {
   const phases = new Map();
-  let partial = '';
-  child.stdout.on('data', (c) => {
-    const lines = (partial + c).split('\n');
-    partial = lines.pop();
-    for (const line of lines) {
-      if (!line.includes('"msg":"deployed"')) continue;
-      const entry = JSON.parse(line);
-      if (!phases.has(entry.project)) phases.set(entry.project, []);
-      phases.get(entry.project).push(entry.phasesMs);
-    }
-  });
-  running.add(child);
-  child.on('exit', () => running.delete(child));
-  const stop = () => new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.on('exit', resolve);
-    child.kill('SIGTERM');
-  });
-  return { url, pid: child.pid, deploysRoot: join(dataDir, 'deploys'), phases, stop };
-}
-
-async function createUser(url, username) {
-  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username }) });
-  return (await r.json()).token;
+  const onLine = (line) => {
+    if (!line.includes('"msg":"deployed"')) return;
+    const entry = JSON.parse(line);
+    if (!phases.has(entry.project)) phases.set(entry.project, []);
+    phases.get(entry.project).push(entry.phasesMs);
+  };
+  return { ...(await startService(dataDir, { env: TUNING, onLine })), phases };
 }
 
 /** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
@@ -243,10 +202,7 @@ function medianPhases(service, projects) {
   return Object.fromEntries(Object.keys(timed[0]).map((k) => [k, median(timed.map((t) => t[k]))]));
 }
 
-function readStatus(pid, field) {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
-  return Number(/(\d+)/.exec(line)[1]) * 1024;
-}
+const readStatus = (pid, field) => procStatus(pid, field) * 1024;
 
 function resetPeak(pid) {
   try {
@@ -313,7 +269,7 @@ async function startMonitor(service) {
 
 async function memoryAndLatency(work, archive) {
   const dataDir = join(work, 'memory-service');
-  const service = await startService(dataDir);
+  const service = await startBenchService(dataDir);
   const token = await createUser(service.url, 'mem');
   // The reference site first: a service that has just unpacked 5,000 files holds more
   // memory than a fresh one, and the upload's peak is measured on top of that.
@@ -331,7 +287,7 @@ async function main() {
   const work = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sitedrop-bench-')));
   mkdirSync(work, { recursive: true });
   const results = { machine: { node: process.version, cpus: (await import('node:os')).cpus().length }, pairs: PAIRS, scenarios: [], memory: undefined };
-  const service = await startService(join(work, 'service'));
+  const service = await startBenchService(join(work, 'service'));
   const token = await createUser(service.url, 'bench');
   const handRoot = join(work, 'by-hand');
   const archives = {};

@@ -1,0 +1,78 @@
+// The built service as the benchmarks run it: started as `npm start` starts it (the same
+// environment assignments and node flags), on an ephemeral port, killed when the
+// benchmark exits however it exits. Shared by bench/run.mjs and bench/flood.mjs.
+import { spawn } from 'node:child_process';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const MAIN = join(here, '..', 'dist', 'main.js');
+const START = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).scripts.start.split(/\s+/);
+const NODE_FLAGS = START.filter((w) => w.startsWith('--'));
+const START_ENV = Object.fromEntries(START.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => w.split('=')));
+export const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
+
+/** Child processes (services, pollers) to kill if the benchmark exits first. */
+export const running = new Set();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * Starts the service on `dataDir` with `env` on top of npm start's; `onLine` sees each
+ * line it logs, `logFile` keeps them all. Resolves once it listens.
+ */
+export async function startService(dataDir, { env = {}, onLine, logFile } = {}) {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
+    env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  if (logFile) writeFileSync(logFile, '');
+  const log = logFile ? createWriteStream(logFile, { flags: 'a' }) : undefined;
+  let out = '';
+  let partial = '';
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (c) => {
+      log?.write(c);
+      if (out !== undefined) {
+        out += c;
+        const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
+        if (m) {
+          out = undefined;
+          resolve(m[1]);
+        }
+      }
+      if (!onLine) return;
+      const lines = (partial + c).split('\n');
+      partial = lines.pop();
+      for (const line of lines) onLine(line);
+    });
+    child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out ?? ''}`)));
+  });
+  const stop = () =>
+    new Promise((resolve) => {
+      child.removeAllListeners('exit');
+      child.on('exit', () => {
+        running.delete(child);
+        log?.end();
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  return { url, pid: child.pid, deploysRoot: join(dataDir, 'deploys'), stop };
+}
+
+export async function createUser(url, username) {
+  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username }) });
+  if (r.status !== 200) throw new Error(`creating ${username}: ${r.status} ${await r.text()}`);
+  return (await r.json()).token;
+}
+
+/** A field of /proc/<pid>/status (VmRSS, VmHWM, Threads...): kB for the memory ones. */
+export function procStatus(pid, field) {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line)[1]);
+}
