@@ -1,13 +1,10 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { NodeReleaseFs } from '../../src/adapters/fs/node-release-fs.js';
-import { WorkerPool } from '../../src/adapters/fs/worker-pool.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { pax, tgz, type RawEntry } from '../support/tar-builder.js';
+import { realReleaseFs, type RealReleaseFs } from '../support/real-release-fs.js';
 import { snapshot } from '../support/tree.js';
 
 const segment = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/);
@@ -53,23 +50,14 @@ const plans: fc.Arbitrary<Plan> = fc
   });
 
 describe('generated archives on the real release filesystem', () => {
-  let root: string;
-  let pool: WorkerPool;
-  let releases: NodeReleaseFs;
-
+  let fsx: RealReleaseFs;
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'sitedrop-gen-'));
-    pool = new WorkerPool();
-    releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(pool), pool);
-    await releases.removeLeftovers();
+    fsx = await realReleaseFs('sitedrop-gen-');
   });
-  afterAll(async () => {
-    await pool.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  afterAll(() => fsx.close());
 
   it('never leave anything outside the release root and never a partial release', async () => {
-    const empty = await snapshot(root);
+    const empty = await snapshot(fsx.root);
     await fc.assert(
       fc.asyncProperty(plans, async ({ entries, hostileCount }) => {
         async function* upload() {
@@ -77,20 +65,20 @@ describe('generated archives on the real release filesystem', () => {
         }
         const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
         if (hostileCount > 0) {
-          await expect(releases.stage(upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
-          expect(await releases.settle()).toEqual([]);
-          expect(await snapshot(root)).toEqual(empty);
+          await expect(fsx.releases.stage(upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
+          expect(await fsx.releases.settle()).toEqual([]);
+          expect(await snapshot(fsx.root)).toEqual(empty);
           return;
         }
-        const staged = await releases.stage(upload(), limits, new AbortController().signal);
+        const staged = await fsx.releases.stage(upload(), limits, new AbortController().signal);
         const files = entries.filter((e) => e.type === undefined);
         expect(staged.files).toBe(files.length);
         for (const entry of files) expect(await readFile(join(staged.handle, String(entry.path)), 'utf8')).toBe(String(entry.body ?? ''));
         const tree = await snapshot(staged.handle);
         expect(Object.values(tree).every((v) => /^(dir 755|file 644 )/.test(v))).toBe(true);
-        await releases.discard(staged);
-        expect(await releases.settle()).toEqual([]);
-        expect(await snapshot(root)).toEqual(empty);
+        await fsx.releases.discard(staged);
+        expect(await fsx.releases.settle()).toEqual([]);
+        expect(await snapshot(fsx.root)).toEqual(empty);
       }),
       { numRuns: 80 },
     );

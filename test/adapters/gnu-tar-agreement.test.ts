@@ -5,11 +5,9 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { NodeReleaseFs } from '../../src/adapters/fs/node-release-fs.js';
-import { WorkerPool } from '../../src/adapters/fs/worker-pool.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { pax, tar, type RawEntry } from '../support/tar-builder.js';
+import { realReleaseFs, type RealReleaseFs } from '../support/real-release-fs.js';
 import { snapshot } from '../support/tree.js';
 
 /**
@@ -45,20 +43,11 @@ function archiveOf(pieces: RawEntry[][], zeroBlockAt: number | undefined): Buffe
 }
 
 describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
-  let root: string;
-  let pool: WorkerPool;
-  let releases: NodeReleaseFs;
-
+  let fsx: RealReleaseFs;
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'sitedrop-agree-'));
-    pool = new WorkerPool();
-    releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(pool), pool);
-    await releases.removeLeftovers();
+    fsx = await realReleaseFs('sitedrop-agree-');
   });
-  afterAll(async () => {
-    await pool.close();
-    await rm(root, { recursive: true, force: true });
-  });
+  afterAll(() => fsx.close());
 
   it('on archives built from the features tar readers disagree on', async () => {
     let published = 0;
@@ -70,7 +59,7 @@ describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
         }
         let staged;
         try {
-          staged = await releases.stage(upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
+          staged = await fsx.releases.stage(upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
         } catch (error) {
           expect(error).toBeInstanceOf(ArchiveRejected);
           return;
@@ -83,7 +72,7 @@ describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
           expect(kinds(await snapshot(staged.handle))).toEqual(kinds(await snapshot(byHand)));
         } finally {
           await rm(byHand, { recursive: true, force: true });
-          await releases.discard(staged);
+          await fsx.releases.discard(staged);
         }
       }),
       { numRuns: 200 },
