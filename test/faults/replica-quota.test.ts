@@ -1,50 +1,28 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startChild, type Child } from '../support/child-service.js';
-import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+import { type Child } from '../support/child-service.js';
+import { PG_URL } from '../support/postgres.js';
+import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
 import { slowUpload, until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
 
-const ADMIN = 'replica-admin-token-0123456789abcdefghij';
+const ADMIN = REPLICA_ADMIN;
 const QUOTA = 10_000;
 const site = (bytes: number) => tgz([file('index.html', randomBytes(bytes / 2).toString('hex'))]);
 
 describe.skipIf(!PG_URL)(`the storage quota across two replicas (USER_MAX_BYTES=${QUOTA}, one PostgreSQL, shared storage)`, () => {
-  let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+  let pair: ReplicaPair;
   let shared: string;
   let replicas: Child[] = [];
-  const dirs: string[] = [];
 
   beforeAll(async () => {
-    database = await freshPostgresDatabase();
-    shared = await mkdtemp(join(tmpdir(), 'sitedrop-shared-'));
-    replicas = await Promise.all(
-      ['a', 'b'].map(async (id) => {
-        const own = await mkdtemp(join(tmpdir(), `sitedrop-replica-${id}-`));
-        dirs.push(own);
-        return startChild({
-          DATA_DIR: own,
-          DOCS_ROOT: join(shared, 'docs'),
-          DEPLOYS_ROOT: join(shared, 'deploys'),
-          DATABASE_URL: database.url,
-          ADMIN_TOKEN: ADMIN,
-          REPLICA_ID: id,
-          USER_MAX_BYTES: String(QUOTA),
-        });
-      }),
-    );
+    pair = await startReplicaPair({ USER_MAX_BYTES: String(QUOTA) });
+    ({ shared } = pair);
+    replicas = [pair.a, pair.b];
   });
-  afterAll(async () => {
-    for (const child of replicas) {
-      child.process.kill('SIGKILL');
-      await child.exited;
-    }
-    await database.drop();
-    for (const dir of [shared, ...dirs]) await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => pair.close());
 
   it('two deploys of different projects, one on each replica, that together pass the quota are not both taken', async () => {
     const staging = () => readdir(join(shared, 'deploys/.staging'));

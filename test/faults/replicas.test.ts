@@ -1,14 +1,14 @@
-import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
-import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+import { deployTo as deploy, type Child } from '../support/child-service.js';
+import { PG_URL } from '../support/postgres.js';
+import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { until } from '../support/slow-upload.js';
 
-const ADMIN = 'replica-admin-token-0123456789abcdefghij';
+const ADMIN = REPLICA_ADMIN;
 
 async function call(url: string, method: string, path: string, token: string, body?: unknown) {
   const r = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}` }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -17,38 +17,16 @@ async function call(url: string, method: string, path: string, token: string, bo
 
 
 describe.skipIf(!PG_URL)('several replicas: one PostgreSQL database, one shared docs/deploys storage', () => {
-  let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+  let pair: ReplicaPair;
   let shared: string;
   let a: Child;
   let b: Child;
-  const dirs: string[] = [];
-
-  const replica = async (id: string) => {
-    const own = await mkdtemp(join(tmpdir(), `sitedrop-replica-${id}-`));
-    dirs.push(own);
-    return startChild({
-      DATA_DIR: own,
-      DOCS_ROOT: join(shared, 'docs'),
-      DEPLOYS_ROOT: join(shared, 'deploys'),
-      DATABASE_URL: database.url,
-      ADMIN_TOKEN: ADMIN,
-      REPLICA_ID: id,
-    });
-  };
 
   beforeAll(async () => {
-    database = await freshPostgresDatabase();
-    shared = await mkdtemp(join(tmpdir(), 'sitedrop-shared-'));
-    [a, b] = await Promise.all([replica('a'), replica('b')]);
+    pair = await startReplicaPair();
+    ({ a, b, shared } = pair);
   });
-  afterAll(async () => {
-    for (const child of [a, b]) {
-      child?.process.kill('SIGKILL');
-      await child?.exited;
-    }
-    await database.drop();
-    for (const dir of [shared, ...dirs]) await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => pair.close());
 
   it('a token created on one replica works on the other at once; a reroll is seen at once', async () => {
     const created = await call(a.url, 'POST', '/api/v1/auth', ADMIN, { username: 'team' });
@@ -78,7 +56,7 @@ describe.skipIf(!PG_URL)('several replicas: one PostgreSQL database, one shared 
     for (const release of await readdir(releasesDir)) {
       expect(await releaseVersion(join(releasesDir, release), files)).toMatch(/^v\d$/);
     }
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: pair.databaseUrl });
     await client.connect();
     const recorded = await client.query("select count(*)::int as n from deploys where username = 'crowd' and project = 'site'");
     await client.end();
@@ -89,7 +67,7 @@ describe.skipIf(!PG_URL)('several replicas: one PostgreSQL database, one shared 
   it('answers 500 with the spec messages while the database is gone, and recovers when it is back', async () => {
     const admin = new pg.Client({ connectionString: PG_URL });
     await admin.connect();
-    const name = new URL(database.url).pathname.slice(1);
+    const name = new URL(pair.databaseUrl).pathname.slice(1);
     try {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
       await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
