@@ -26,8 +26,8 @@ import { databaseKind, openDatabase, postgresPool } from './adapters/db/database
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
-import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS, WORKER_POOL } from './adapters/fs/node-release-fs.js';
-import { WorkerPool } from './adapters/fs/worker-pool.js';
+import { FsThreads } from './adapters/fs/fs-threads.js';
+import { ARCHIVE_EXTRACTOR, FS_THREADS, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -38,9 +38,9 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
-  const workers = new WorkerPool();
-  c.bind(WORKER_POOL).toConstantValue(workers);
-  c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));
+  const threads = new FsThreads();
+  c.bind(FS_THREADS).toConstantValue(threads);
+  c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();
   c.bind(RELEASE_FS).toService(NodeReleaseFs);
   if (databaseKind(config.databaseUrl) === 'postgres') {
@@ -66,11 +66,11 @@ export async function buildContainer(config: Config): Promise<Container> {
 
 /**
  * Finishes the background deletions, then releases what the container holds open:
- * worker threads and database connections. Returns the deletions that failed.
+ * the file-system threads and database connections. Returns the deletions that failed.
  */
 export async function disposeContainer(c: Container): Promise<string[]> {
   const failed = await c.get(NodeReleaseFs).settle();
-  await c.get(WORKER_POOL).close();
+  await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();
   if (c.isBound(LOCK_DATABASE)) await c.get(LOCK_DATABASE).destroy();
   return failed;

@@ -11,7 +11,7 @@ import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
-import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
+import { FS_THREADS } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
@@ -33,7 +33,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   const container = await buildContainer(config);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
-  container.get(WORKER_POOL).warmUp();
+  container.get(FS_THREADS).warmUp();
 
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });

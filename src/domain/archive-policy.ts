@@ -16,6 +16,14 @@ export interface ArchiveLimits {
 
 export type EntryKind = 'file' | 'directory';
 
+/**
+ * Modes every published entry gets, whatever the archive recorded: the web server reads
+ * every file and enters every directory, and nothing a user uploads is executable or
+ * writable by others.
+ */
+export const PUBLISHED_FILE_MODE = 0o644;
+export const PUBLISHED_DIRECTORY_MODE = 0o755;
+
 const utf8 = new TextEncoder();
 /** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no encoding to be measured. */
 const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || utf8.encode(s).length <= max;

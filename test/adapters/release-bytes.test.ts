@@ -1,13 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { NodeReleaseFs } from '../../src/adapters/fs/node-release-fs.js';
-import { WorkerPool } from '../../src/adapters/fs/worker-pool.js';
+import type { NodeReleaseFs } from '../../src/adapters/fs/node-release-fs.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
+import { realReleaseFs, type RealReleaseFs } from '../support/real-release-fs.js';
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 
 const u = 'alice' as Username;
@@ -15,8 +13,8 @@ const p = 'docs' as ProjectName;
 const id = '20261123T120000' as ReleaseId;
 
 describe('NodeReleaseFs.releaseBytes: a release measured on disk', () => {
+  let real: RealReleaseFs;
   let root: string;
-  let pool: WorkerPool;
   let releases: NodeReleaseFs;
   const deploy = async (entries: RawEntry[], release = id) => {
     async function* upload() {
@@ -28,14 +26,12 @@ describe('NodeReleaseFs.releaseBytes: a release measured on disk', () => {
   };
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'sitedrop-bytes-'));
-    pool = new WorkerPool();
-    releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(pool), pool);
+    real = await realReleaseFs('sitedrop-bytes-');
+    ({ root, releases } = real);
   });
   afterAll(async () => {
     await releases.settle();
-    await pool.close();
-    await rm(root, { recursive: true, force: true });
+    await real.close();
   });
 
   it('adds up the files at every depth, as the deploy counted them; empty files and directories add nothing', async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { NodeReleaseFs } from '../../src/adapters/fs/node-release-fs.js';
-import { WorkerPool } from '../../src/adapters/fs/worker-pool.js';
+import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
 
 export interface RealReleaseFs {
   readonly root: string;
@@ -14,14 +14,14 @@ export interface RealReleaseFs {
 /** The real release filesystem and its worker threads over a fresh temp directory, for archive properties. */
 export async function realReleaseFs(prefix: string): Promise<RealReleaseFs> {
   const root = await mkdtemp(join(tmpdir(), prefix));
-  const pool = new WorkerPool();
-  const releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(pool), pool);
+  const threads = new FsThreads();
+  const releases = new NodeReleaseFs({ docsRoot: join(root, 'docs'), deploysRoot: join(root, 'deploys'), replica: 'test' }, new ArchiveExtractor(threads), threads);
   await releases.removeLeftovers();
   return {
     root,
     releases,
     async close() {
-      await pool.close();
+      await threads.close();
       await rm(root, { recursive: true, force: true });
     },
   };

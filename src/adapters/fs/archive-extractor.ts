@@ -1,8 +1,9 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
-import type { FromWorker, ToWorker } from './fs-protocol.js';
+import type { FromUnpacker, Outcome } from './fs-protocol.js';
+import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
-import type { WorkerPool } from './worker-pool.js';
+import { SendWindow } from './send-window.js';
 
 export interface Extracted {
   readonly files: number;
@@ -12,16 +13,15 @@ export interface Extracted {
 }
 
 /**
- * Upload bytes go to the worker in batches of this size: a socket's 64 KiB reads, one
- * message and one zlib call each, cost the worker more in messages than in inflating.
+ * Upload bytes go to the unpack thread in batches of this size: a socket's 64 KiB
+ * reads, one message and one zlib call each, cost that thread more in messages than in
+ * inflating.
  */
 const BATCH_BYTES = 256 * 1024;
-/** Batches handed to the worker but not yet inflated; bounds memory per deploy. */
-const MAX_IN_FLIGHT = 4;
+/** Batches handed to the unpack thread but not yet inflated; bounds memory per deploy. */
+const UNPACKER_WINDOW = 4;
 /** The socket's read buffers, once copied, are collected every this many bytes. */
 const garbage = new YoungGarbage(4 * 1024 * 1024);
-
-type Terminal = Extract<FromWorker, { type: 'done' | 'failed' }>;
 
 /**
  * The next chunk, or DeployAborted as soon as `signal` fires. Not Promise.race with one
@@ -46,112 +46,119 @@ function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): 
   });
 }
 
-/** Streams gzip-compressed tar bytes to a worker that unpacks them into a directory. */
+/** Streams gzip-compressed tar bytes to the unpack thread, which unpacks them into a directory. */
 export class ArchiveExtractor {
-  constructor(private readonly pool: WorkerPool) {}
+  constructor(private readonly threads: FsThreads) {}
 
-  async extract(
-    archive: AsyncIterable<Uint8Array>,
-    dir: string,
-    limits: ArchiveLimits,
-    chmod: boolean,
-    signal: AbortSignal,
-  ): Promise<Extracted> {
-    const worker = this.pool.acquire();
-    const job = this.pool.jobId();
-    const post = (message: ToWorker, transfer?: ArrayBuffer[]): void => worker.postMessage(message, transfer);
-
-    let inFlight = 0;
-    let wakeSender: (() => void) | undefined;
-    let terminal: Terminal | undefined;
-    let settle!: (t: Terminal) => void;
-    const finished = new Promise<Terminal>((resolve) => (settle = resolve));
-    // Buffers go to the worker and come back with its acks: the upload is copied once,
-    // into a few reused buffers, instead of into a new one for every batch.
-    const spare: Uint8Array[] = [];
-    const onMessage = (message: FromWorker): void => {
-      if (message.job !== job || message.type === 'removed') return;
-      if (message.type === 'ack') {
-        inFlight -= 1;
-        spare.push(new Uint8Array(message.data.buffer));
-      } else if (!terminal) {
-        terminal = message;
-        settle(message);
-      }
-      wakeSender?.();
-    };
-    const onError = (error: Error): void => onMessage({ type: 'failed', job, kind: 'io', message: error.message });
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-
-    let compressedBytes = 0;
-    let healthy = true;
-    const fresh = (): Uint8Array => spare.pop() ?? new Uint8Array(BATCH_BYTES);
-    let batch = fresh();
-    let filled = 0;
-    const send = async (): Promise<void> => {
-      while (inFlight >= MAX_IN_FLIGHT && !terminal) {
-        await new Promise<void>((wake) => (wakeSender = wake));
-        if (signal.aborted) throw new DeployAborted();
-      }
-      const data = batch.subarray(0, filled);
-      filled = 0;
-      if (terminal) return;
-      inFlight += 1;
-      post({ type: 'chunk', job, data }, [data.buffer as ArrayBuffer]);
-      batch = fresh();
-    };
-    const iterator = archive[Symbol.asyncIterator]();
-    const onAbort = (): void => wakeSender?.();
-    signal.addEventListener('abort', onAbort);
+  async extract(archive: AsyncIterable<Uint8Array>, dir: string, limits: ArchiveLimits, chmod: boolean, signal: AbortSignal): Promise<Extracted> {
+    const extraction = new Extraction(this.threads, signal);
     try {
-      post({ type: 'begin', job, dir, limits, chmod });
-      for (;;) {
-        const next = await nextUnlessAborted(iterator, signal);
-        if (next.done) break;
-        const chunk = next.value;
-        compressedBytes += chunk.length;
-        garbage.dropped(chunk.length);
-        // After the worker has finished (or refused the archive) the upload is still read
-        // to its end, so the client gets an answer rather than a reset connection.
-        if (terminal) continue;
-        // Copied into a buffer of its own, which can be transferred, not cloned.
-        for (let offset = 0; offset < chunk.length; ) {
-          const taken = Math.min(BATCH_BYTES - filled, chunk.length - offset);
-          batch.set(chunk.subarray(offset, offset + taken), filled);
-          filled += taken;
-          offset += taken;
-          if (filled === BATCH_BYTES) await send();
-        }
-      }
-      if (filled > 0) await send();
-      if (compressedBytes === 0) {
-        post({ type: 'abort', job });
-        await finished;
-        throw new MissingArchive();
-      }
-      post({ type: 'end', job });
-      const outcome = await finished;
+      extraction.begin(dir, limits, chmod);
+      const compressedBytes = await extraction.send(archive);
+      const outcome = await extraction.finish(compressedBytes > 0);
+      if (compressedBytes === 0) throw new MissingArchive();
       if (outcome.type === 'failed') {
         if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
-        healthy = outcome.kind !== 'io';
         throw new Error(`extraction failed: ${outcome.message}`);
       }
       return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, compressedBytes };
-    } catch (error) {
-      if (!terminal) {
-        post({ type: 'abort', job });
-        await finished;
+    } finally {
+      extraction.close();
+    }
+  }
+}
+
+/** One upload on its way to the unpack thread: its batches, its window, and the answer to wait for. */
+class Extraction {
+  private readonly job: UnpackJob & { readonly id: number };
+  private readonly window = new SendWindow(BATCH_BYTES, UNPACKER_WINDOW);
+  private outcome: Outcome | undefined;
+  private readonly answered: Promise<Outcome>;
+  private batch: Uint8Array;
+  private filled = 0;
+  private readonly wake = (): void => this.window.interrupt();
+
+  constructor(
+    threads: FsThreads,
+    private readonly signal: AbortSignal,
+  ) {
+    let answer!: (outcome: Outcome) => void;
+    this.answered = new Promise((resolve) => (answer = resolve));
+    this.job = threads.openJob((message: FromUnpacker) => {
+      if (message.type === 'ack') {
+        this.window.answered(message.data.buffer);
+      } else if (!this.outcome) {
+        this.outcome = message;
+        answer(message);
+        this.window.interrupt();
       }
+    });
+    this.batch = this.window.buffer();
+    signal.addEventListener('abort', this.wake);
+  }
+
+  begin(dir: string, limits: ArchiveLimits, chmod: boolean): void {
+    this.job.post({ type: 'begin', job: this.job.id, dir, limits, chmod });
+  }
+
+  /**
+   * Sends every byte of the upload; returns how many there were. After the unpack thread
+   * has answered (a refused archive) the upload is still read to its end, so the client
+   * gets an answer rather than a reset connection.
+   */
+  async send(archive: AsyncIterable<Uint8Array>): Promise<number> {
+    const iterator = archive[Symbol.asyncIterator]();
+    let bytes = 0;
+    try {
+      for (let next = await nextUnlessAborted(iterator, this.signal); !next.done; next = await nextUnlessAborted(iterator, this.signal)) {
+        const chunk = next.value;
+        bytes += chunk.length;
+        garbage.dropped(chunk.length);
+        if (!this.outcome) await this.copy(chunk);
+      }
+      if (this.filled > 0) await this.ship();
+      return bytes;
+    } catch (error) {
       // Not awaited: with a read still pending on a stalled client, return() waits for
       // that read. The HTTP layer closes the connection; this only stops the iteration.
       void Promise.resolve(iterator.return?.()).catch(() => undefined);
+      await this.finish(false);
       throw error;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      this.pool.release(worker, healthy);
     }
+  }
+
+  /** Ends the job (or abandons it, with no upload) and waits for the unpack thread's answer. */
+  finish(complete: boolean): Promise<Outcome> {
+    if (!this.outcome) this.job.post({ type: complete ? 'end' : 'abort', job: this.job.id });
+    return this.answered;
+  }
+
+  close(): void {
+    this.signal.removeEventListener('abort', this.wake);
+    this.job.close();
+  }
+
+  /** Into a buffer of the window's own, which can be transferred, not cloned. */
+  private async copy(chunk: Uint8Array): Promise<void> {
+    for (let offset = 0; offset < chunk.length; ) {
+      const taken = Math.min(BATCH_BYTES - this.filled, chunk.length - offset);
+      this.batch.set(chunk.subarray(offset, offset + taken), this.filled);
+      this.filled += taken;
+      offset += taken;
+      if (this.filled === BATCH_BYTES) await this.ship();
+    }
+  }
+
+  private async ship(): Promise<void> {
+    while (this.window.full && !this.outcome) {
+      await this.window.room();
+      if (this.signal.aborted) throw new DeployAborted();
+    }
+    const data = this.batch.subarray(0, this.filled);
+    this.filled = 0;
+    if (this.outcome) return;
+    this.window.sent();
+    this.job.post({ type: 'chunk', job: this.job.id, data }, [data.buffer as ArrayBuffer]);
+    this.batch = this.window.buffer();
   }
 }

@@ -1,18 +1,46 @@
+import type { MessagePort } from 'node:worker_threads';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 
-/** Messages between the main thread (ArchiveExtractor, removeTree) and fs-worker; `job` pairs them up. */
-export type ToWorker =
+/**
+ * The messages between the three threads of the unpack path. The main thread
+ * (FsThreads) starts one unpack thread and one writer thread for the whole process and
+ * joins them with a channel of their own; every message names the job it belongs to,
+ * so any number of deploys share the two threads. Buffers travel with `chunk` and `ops`
+ * and come back with their `ack` (send-window.ts).
+ *
+ *   main ──begin/chunk/end/abort──▶ unpack ──begin/ops/flush──▶ writer ◀──remove── main
+ *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──removed──▶ main
+ */
+export type ToUnpacker =
   | { type: 'begin'; job: number; dir: string; limits: ArchiveLimits; chmod: boolean }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
-  | { type: 'abort'; job: number }
-  | { type: 'remove'; job: number; path: string };
+  | { type: 'abort'; job: number };
 
 export type FailureKind = 'rejected' | 'io' | 'aborted';
 
-export type FromWorker =
-  /** A chunk was taken; its buffer comes back to be filled again. */
-  | { type: 'ack'; job: number; data: Uint8Array }
+export type Outcome =
   | { type: 'done'; job: number; files: number; entries: number; bytes: number }
-  | { type: 'failed'; job: number; kind: FailureKind; message: string }
-  | { type: 'removed'; job: number; error?: string };
+  | { type: 'failed'; job: number; kind: FailureKind; message: string };
+
+export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | Outcome;
+
+export type ToWriter =
+  | { type: 'begin'; job: number; root: string; chmod: boolean }
+  | { type: 'ops'; job: number; data: Uint8Array }
+  /** The job is over: close its open file and forget it, then answer `flushed`. */
+  | { type: 'flush'; job: number };
+
+export type FromWriter =
+  /** A batch was carried out (or skipped after a failure); its buffer comes back. */
+  | { type: 'ack'; job: number; data: Uint8Array }
+  | { type: 'failed'; job: number; message: string }
+  /** Every batch of the job sent before its flush has been dealt with. */
+  | { type: 'flushed'; job: number };
+
+/** rm -rf, from the main thread to the writer, which interleaves it with the jobs' writes. */
+export type RemoveRequest = { type: 'remove'; id: number; path: string };
+export type Removed = { type: 'removed'; id: number; error?: string };
+
+/** Each thread's workerData: its end of the channel between the unpack and writer threads. */
+export type ThreadData = { peer: MessagePort };

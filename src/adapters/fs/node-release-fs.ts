@@ -11,9 +11,8 @@ import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
 import { treeBytes } from './tree-bytes.js';
-import { removeTree } from './tree-remover.js';
 import { TrashCollector } from './trash-collector.js';
-import type { WorkerPool } from './worker-pool.js';
+import type { FsThreads } from './fs-threads.js';
 
 export interface ReleaseRoots {
   /** Live symlinks: <docsRoot>/<user>/<project>. */
@@ -30,7 +29,7 @@ export interface ReleaseRoots {
 
 export const RELEASE_ROOTS = Symbol.for('sitedrop.ReleaseRoots') as ServiceIdentifier<ReleaseRoots>;
 export const ARCHIVE_EXTRACTOR = Symbol.for('sitedrop.ArchiveExtractor') as ServiceIdentifier<ArchiveExtractor>;
-export const WORKER_POOL = Symbol.for('sitedrop.WorkerPool') as ServiceIdentifier<WorkerPool>;
+export const FS_THREADS = Symbol.for('sitedrop.FsThreads') as ServiceIdentifier<FsThreads>;
 
 // Names no user or project can take (they must start with a letter or digit).
 const STAGING = '.staging';
@@ -64,12 +63,12 @@ export class NodeReleaseFs implements ReleaseFs {
   constructor(
     @inject(RELEASE_ROOTS) private readonly roots: ReleaseRoots,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
-    @inject(WORKER_POOL) private readonly workers: WorkerPool,
+    @inject(FS_THREADS) private readonly threads: FsThreads,
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.trashRoot = join(roots.deploysRoot, TRASH);
     this.names = mine(roots.replica);
-    this.trash = new TrashCollector(this.trashRoot, this.names.trash, workers);
+    this.trash = new TrashCollector(this.trashRoot, this.names.trash, threads);
   }
 
   async stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
@@ -189,7 +188,7 @@ export class NodeReleaseFs implements ReleaseFs {
   async removeUserFiles(user: Username): Promise<void> {
     await this.prepare();
     // The links go first, so the sites stop being served before their files go.
-    await removeTree(this.workers, join(this.roots.docsRoot, user));
+    await this.threads.remove(join(this.roots.docsRoot, user));
     await this.throwAway(join(this.roots.deploysRoot, user));
   }
 
@@ -199,7 +198,7 @@ export class NodeReleaseFs implements ReleaseFs {
     for (const name of await readdir(this.stagingRoot)) {
       if (!name.startsWith(this.names.staging)) continue;
       const path = join(this.stagingRoot, name);
-      await removeTree(this.workers, path);
+      await this.threads.remove(path);
       removed.push(path);
     }
     removed.push(...(await this.trash.emptyNow()));

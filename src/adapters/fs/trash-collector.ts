@@ -1,7 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { removeTree } from './tree-remover.js';
-import type { WorkerPool } from './worker-pool.js';
+import type { FsThreads } from './fs-threads.js';
 
 /**
  * Deletes what has been moved into DEPLOYS_ROOT/.trash, one tree at a time, in the
@@ -17,13 +16,13 @@ export class TrashCollector {
     private readonly trashRoot: string,
     /** Only names starting with this are this replica's to empty at start-up. */
     private readonly prefix: string,
-    private readonly workers: WorkerPool,
+    private readonly threads: FsThreads,
   ) {}
 
   /** Queues a tree that is already inside the trash root. */
   collect(path: string): void {
     this.queue = this.queue.then(() =>
-      removeTree(this.workers, path).catch((error: unknown) => {
+      this.threads.remove(path).catch((error: unknown) => {
         this.failures.push(`${path}: ${(error as Error).message}`);
       }),
     );
@@ -39,7 +38,7 @@ export class TrashCollector {
   async emptyNow(): Promise<string[]> {
     await this.drain();
     const names = (await readdir(this.trashRoot)).filter((name) => name.startsWith(this.prefix));
-    for (const name of names) await removeTree(this.workers, join(this.trashRoot, name));
+    for (const name of names) await this.threads.remove(join(this.trashRoot, name));
     return names.map((name) => join(this.trashRoot, name));
   }
 }

@@ -1,13 +1,13 @@
 /**
- * Unpacks one archive at a time, or deletes one tree, off the main thread: inflates,
- * parses and checks every entry against the archive policy here, and hands the
- * directories and files to create to a writer thread of its own (fs-writer.ts), which
- * makes them with synchronous calls, one syscall each, with no thread-pool round trip
- * per entry (node-tar's own extractor makes several, and was 10.9x GNU tar). Neither
- * thread is the HTTP event loop. docs/performance.md has the figures.
+ * Unpacks archives off the main thread: inflates, parses and checks every entry against
+ * the archive policy here, and hands the directories and files to create to the writer
+ * thread (writer-thread.ts), which makes them with synchronous calls, one syscall each,
+ * with no thread-pool round trip per entry (node-tar's own extractor makes several, and
+ * was 10.9x GNU tar). One unpack thread serves every deploy at once, each its own Job:
+ * a second deploy costs its buffers, not another two isolates (16 MiB).
+ * docs/performance.md has the figures.
  */
-import { rmSync } from 'node:fs';
-import { parentPort, Worker } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { Header, Parser, Pax, type ReadEntry } from 'tar';
 import {
@@ -27,13 +27,13 @@ import {
 } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
 import { BATCH_BYTES, OpBatcher } from './fs-ops.js';
-import type { FailureKind, FromWorker, ToWorker } from './fs-protocol.js';
-import type { FromWriter, ToWriter } from './fs-writer.js';
+import type { FailureKind, FromUnpacker, FromWriter, Outcome, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
+import { SendWindow } from './send-window.js';
 
-/** Batches of operations sent to the writer and not yet carried out; bounds memory per deploy. */
-const MAX_BATCHES_IN_FLIGHT = 4;
-/** Inflated bytes waiting to be unpacked before zlib is paused. */
+/** Batches of operations a job has sent the writer and not yet seen carried out. */
+const WRITER_WINDOW = 4;
+/** Inflated bytes a job holds waiting to be unpacked before its zlib is paused. */
 const QUEUE_LIMIT = 2 * 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
 const garbage = new YoungGarbage(4 * 1024 * 1024);
@@ -41,7 +41,7 @@ const garbage = new YoungGarbage(4 * 1024 * 1024);
 /**
  * node-tar applies a PAX `path` record to the header object itself, so the name in the
  * header block is lost by the time an entry is seen. The policy checks that name too
- * (another tool would use it), so keep it: this worker is its own isolate, and the
+ * (another tool would use it), so keep it: this thread is its own isolate, and the
  * wrapper only records, it changes nothing node-tar decodes.
  */
 const RAW_NAME = Symbol('rawName');
@@ -85,36 +85,40 @@ function checkPax(pax: PaxWithKeys | undefined, global: boolean, rawPath: string
   if (keys) assertPaxKeys(keys, global, rawPath);
 }
 
-const port = parentPort;
-if (!port) throw new Error('fs-worker must run as a worker thread');
-const send = (message: FromWorker, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
-/** Hands a chunk's buffer back to the main thread, which fills it with the next one. */
-const ack = (job: number, data: Uint8Array): void => send({ type: 'ack', job, data }, [data.buffer as ArrayBuffer]);
-
-// This thread parses and checks; the writer thread creates the files (fs-writer.ts).
-const writer = new Worker(new URL('./fs-writer.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 } });
+if (!parentPort) throw new Error('the unpack thread must run as a worker thread');
+const main = parentPort;
+const toMain = (message: FromUnpacker, transfer?: ArrayBuffer[]): void => main.postMessage(message, transfer);
+const writer = (workerData as ThreadData).peer;
 const toWriter = (message: ToWriter, transfer?: ArrayBuffer[]): void => writer.postMessage(message, transfer);
-/** Batch buffers go to the writer and come back with its acks, to be filled again. */
-const spareBatches: Uint8Array[] = [];
+
+/**
+ * Where a job is. The inflated stream's first block must be a tar header before the
+ * parser sees a byte; after tar's end marker the rest is only counted (the trailer
+ * allowance); once the outcome is known the writer finishes (or abandons) the job's
+ * batches, and only then is the main thread answered: nothing may still be writing into
+ * a staging area being thrown away.
+ */
+type Phase =
+  | { name: 'head'; bytes: Buffer }
+  | { name: 'entries' }
+  | { name: 'trailer' }
+  | { name: 'settling'; outcome: Outcome }
+  | { name: 'answered' };
 
 class Job {
+  private phase: Phase = { name: 'head', bytes: Buffer.alloc(0) };
   private readonly ledger: ArchiveLedger;
   private readonly inflatedStream: InflatedStream;
   private readonly gunzip: Gunzip;
   private readonly parser: Parser;
-  /** The inflated stream's first bytes, held until a whole tar block can be checked. */
-  private head: Buffer | undefined = Buffer.alloc(0);
-  private tarEnded = false;
-  private sawZeroBlock = false;
+  private readonly toWriter = new SendWindow(BATCH_BYTES, WRITER_WINDOW);
   private readonly ops: OpBatcher;
-  private batchesInFlight = 0;
-  /** The answer to send once the writer has dealt with every batch. */
-  private outcome: Extract<FromWorker, { type: 'done' | 'failed' }> | undefined;
-  private readonly queue: Buffer[] = [];
-  private queuedBytes = 0;
-  private scheduled = false;
+  private sawZeroBlock = false;
+  /** Inflated chunks not yet parsed: zlib inflates the next while this thread parses these. */
+  private readonly inflated: Buffer[] = [];
+  private inflatedBytes = 0;
   private inflateEnded = false;
-  finished = false;
+  private drainScheduled = false;
 
   constructor(
     private readonly id: number,
@@ -125,9 +129,9 @@ class Job {
     this.ledger = new ArchiveLedger(limits);
     toWriter({ type: 'begin', job: id, root, chmod });
     this.ops = new OpBatcher(
-      () => spareBatches.pop() ?? new Uint8Array(BATCH_BYTES),
+      () => this.toWriter.buffer(),
       (batch) => {
-        this.batchesInFlight += 1;
+        this.toWriter.sent();
         toWriter({ type: 'ops', job: id, data: batch }, [batch.buffer as ArrayBuffer]);
       },
     );
@@ -139,67 +143,62 @@ class Job {
     this.gunzip.on('error', (error: Error) => this.fail('rejected', unreadable('gzip', error.message).reason));
     this.gunzip.on('end', () => {
       this.inflateEnded = true;
-      this.schedule();
+      this.scheduleDrain();
     });
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
     this.parser.on('ignoredEntry', (entry: ReadEntry) => this.guard(() => refuseIgnoredEntry(entry.type, entry.path, entry.meta)));
     this.parser.on('warn', (_code: string, message: string) => this.fail('rejected', unreadable('tar', message).reason));
     this.parser.on('error', (error: Error) => this.fail('rejected', unreadable('tar', error.message).reason));
-    this.parser.on('nullBlock', () => {
-      this.sawZeroBlock = true;
-    });
+    this.parser.on('nullBlock', () => (this.sawZeroBlock = true));
     this.parser.on('eof', () => {
-      this.tarEnded = true;
+      if (this.phase.name === 'entries') this.phase = { name: 'trailer' };
     });
     this.parser.on('end', () => this.guard(() => this.complete()));
   }
 
+  private get reading(): boolean {
+    return this.phase.name === 'head' || this.phase.name === 'entries' || this.phase.name === 'trailer';
+  }
+
   write(data: Uint8Array): void {
-    if (this.finished) {
-      ack(this.id, data);
-      return;
-    }
-    this.gunzip.write(data, () => ack(this.id, data));
+    const ack = (): void => toMain({ type: 'ack', job: this.id, data }, [data.buffer as ArrayBuffer]);
+    if (this.reading) this.gunzip.write(data, ack);
+    else ack();
   }
 
   end(): void {
-    if (!this.finished) this.gunzip.end();
+    if (this.reading) this.gunzip.end();
   }
 
   fail(kind: FailureKind, message: string): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (!this.reading) return;
     this.gunzip.destroy();
-    this.finishWith({ type: 'failed', job: this.id, kind, message });
+    this.settle({ type: 'failed', job: this.id, kind, message });
   }
 
-  /** Answers only once the writer is idle: nothing may still be writing into a release being thrown away. */
-  private finishWith(outcome: NonNullable<Job['outcome']>): void {
-    this.outcome = outcome;
+  private settle(outcome: Outcome): void {
+    this.phase = { name: 'settling', outcome };
     toWriter({ type: 'flush', job: this.id });
   }
 
   fromWriter(message: FromWriter): void {
     if (message.type === 'ack') {
-      this.batchesInFlight -= 1;
-      if (!this.finished) this.schedule();
+      this.toWriter.answered(message.data.buffer);
+      if (this.reading) this.scheduleDrain();
     } else if (message.type === 'failed') {
-      if (!this.finished) this.fail('io', message.message);
-      else if (this.outcome?.type === 'done') this.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
-    } else if (this.outcome) {
+      if (this.reading) this.fail('io', message.message);
+      // A file that could not be closed fails a job that had otherwise succeeded.
+      else if (this.phase.name === 'settling') this.phase.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
+    } else if (this.phase.name === 'settling') {
       // No forced full collection here: run after every archive, it made each next
       // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
-      send(this.outcome);
-      this.outcome = undefined;
+      toMain(this.phase.outcome);
+      this.phase = { name: 'answered' };
     }
   }
 
-  /** The writer thread died: no flush will come, so answer now; the pool discards this worker. */
-  writerCrashed(error: Error): void {
-    const outcome = this.outcome ?? (this.finished ? undefined : { type: 'failed' as const, job: this.id, kind: 'io' as const, message: error.message });
-    this.finished = true;
-    this.outcome = undefined;
-    if (outcome) send(outcome.type === 'done' ? { type: 'failed', job: this.id, kind: 'io', message: error.message } : outcome);
+  get answered(): boolean {
+    return this.phase.name === 'answered';
   }
 
   /**
@@ -208,36 +207,33 @@ class Job {
    * the next block inflate while this one is written, as gzip and tar do in a pipe.
    */
   private queueInflated(chunk: Buffer): void {
-    this.queue.push(chunk);
-    this.queuedBytes += chunk.length;
-    if (this.queuedBytes >= QUEUE_LIMIT) this.gunzip.pause();
-    this.schedule();
+    this.inflated.push(chunk);
+    this.inflatedBytes += chunk.length;
+    if (this.inflatedBytes >= QUEUE_LIMIT) this.gunzip.pause();
+    this.scheduleDrain();
   }
 
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
+  private scheduleDrain(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
     setImmediate(() => {
-      this.scheduled = false;
+      this.drainScheduled = false;
       this.guard(() => this.drain());
     });
   }
 
   private drain(): void {
     // The writer's acks call this again when it has caught up.
-    for (let chunk = this.queue.shift(); chunk; chunk = this.queue.shift()) {
-      if (this.batchesInFlight >= MAX_BATCHES_IN_FLIGHT) {
-        this.queue.unshift(chunk);
-        return;
-      }
-      this.queuedBytes -= chunk.length;
-      this.inflated(chunk);
-      if (this.finished) return;
+    while (this.reading && this.inflated.length > 0 && !this.toWriter.full) {
+      const chunk = this.inflated.shift()!;
+      this.inflatedBytes -= chunk.length;
+      this.unpack(chunk);
     }
+    if (!this.reading || this.inflated.length > 0) return;
     if (this.inflateEnded) {
       this.inflateEnded = false;
       // A stream shorter than one block never reached the check.
-      if (this.head) this.checkHead(true);
+      if (this.phase.name === 'head') this.checkHead(this.phase.bytes, true);
       this.parser.end();
     } else if (this.gunzip.isPaused()) this.gunzip.resume();
   }
@@ -252,30 +248,26 @@ class Job {
     }
   }
 
-  private inflated(chunk: Buffer): void {
-    if (this.finished) return;
+  private unpack(chunk: Buffer): void {
     garbage.dropped(chunk.length);
-    this.inflatedStream.take(chunk.length, this.tarEnded);
-    if (this.tarEnded) return;
-    if (this.head) {
-      this.head = Buffer.concat([this.head, chunk]);
-      this.checkHead(false);
-      return;
-    }
-    this.parser.write(chunk);
+    this.inflatedStream.take(chunk.length, this.phase.name === 'trailer');
+    if (this.phase.name === 'head') this.checkHead(Buffer.concat([this.phase.bytes, chunk]), false);
+    else if (this.phase.name === 'entries') this.parser.write(chunk);
   }
 
   /** Nothing reaches the parser before its first block is known to be tar. */
-  private checkHead(ended: boolean): void {
-    const head = this.head;
-    if (!head || (head.length < TAR_BLOCK && !ended)) return;
+  private checkHead(head: Buffer, ended: boolean): void {
+    if (head.length < TAR_BLOCK && !ended) {
+      this.phase = { name: 'head', bytes: head };
+      return;
+    }
     assertTarStart(head.subarray(0, TAR_BLOCK));
-    this.head = undefined;
+    this.phase = { name: 'entries' };
     this.parser.write(head);
   }
 
   private entry(entry: ReadEntry): void {
-    if (this.finished) {
+    if (!this.reading) {
       entry.resume();
       return;
     }
@@ -300,56 +292,41 @@ class Job {
   // One pair of handlers for every file, not two closures per entry. node-tar ends each
   // entry before it starts the next, so the writer's one open file is this entry's.
   private readonly onFileData = (chunk: Buffer): void => {
-    if (!this.finished) this.ops.write(chunk);
+    if (this.reading) this.ops.write(chunk);
   };
 
   private readonly onFileEnd = (): void => {
-    if (!this.finished) this.ops.close();
+    if (this.reading) this.ops.close();
   };
 
   private complete(): void {
-    if (this.finished) return;
+    if (!this.reading) return;
     this.ledger.assertComplete();
-    this.finished = true;
     this.ops.flush();
-    this.finishWith({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
   }
 }
 
-let current: Job | undefined;
-let currentId = -1;
+const jobs = new Map<number, Job>();
 
 writer.on('message', (message: FromWriter) => {
-  if (message.type === 'ack') spareBatches.push(new Uint8Array(message.data.buffer));
-  if (current && message.job === currentId) current.fromWriter(message);
+  const job = jobs.get(message.job);
+  if (!job) return;
+  job.fromWriter(message);
+  if (job.answered) jobs.delete(message.job);
 });
-// Without its writer this worker can do nothing: answer the job in hand, then end, so
-// that the pool's users see the worker fail and the pool replaces it.
-writer.on('exit', (code: number) => {
-  const error = new Error(`the writer thread stopped (exit code ${code})`);
-  current?.writerCrashed(error);
-  setImmediate(() => {
-    throw error;
-  });
-});
-
-port.on('message', (message: ToWorker) => {
-  if (message.type === 'remove') {
-    try {
-      rmSync(message.path, { recursive: true, force: true });
-      send({ type: 'removed', job: message.job });
-    } catch (error) {
-      send({ type: 'removed', job: message.job, error: (error as Error).message });
-    }
-    return;
-  }
+main.on('message', (message: ToUnpacker) => {
   if (message.type === 'begin') {
-    currentId = message.job;
-    current = new Job(message.job, message.dir, message.limits, message.chmod);
+    jobs.set(message.job, new Job(message.job, message.dir, message.limits, message.chmod));
     return;
   }
-  if (message.job !== currentId || !current) return;
-  if (message.type === 'chunk') current.write(message.data);
-  else if (message.type === 'end') current.end();
-  else current.fail('aborted', 'deploy aborted');
+  const job = jobs.get(message.job);
+  if (!job) {
+    // A job already answered still owes the sender its buffer back.
+    if (message.type === 'chunk') toMain({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
+    return;
+  }
+  if (message.type === 'chunk') job.write(message.data);
+  else if (message.type === 'end') job.end();
+  else job.fail('aborted', 'deploy aborted');
 });

@@ -1,0 +1,133 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
+import type { FromUnpacker, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
+
+/**
+ * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
+ * uses the compiled scripts that `npm test` builds first.
+ */
+function script(name: string): string {
+  const here = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
+  if (existsSync(here)) return here;
+  const built = here.replace(/([\\/])src([\\/])adapters([\\/])/, '$1dist$2adapters$3');
+  if (existsSync(built)) return built;
+  throw new Error(`${name} not found at ${here} or ${built}: run npm run build`);
+}
+
+/** One deploy's conversation with the unpack thread. */
+export interface UnpackJob {
+  post(message: ToUnpacker, transfer?: ArrayBuffer[]): void;
+  /** Stops listening; the job's answer, if any is still to come, is dropped. */
+  close(): void;
+}
+
+/** Starts a worker thread; tests pass one that keeps hold of the threads it starts. */
+export type StartThread = (script: string, options: WorkerOptions) => Worker;
+
+interface Threads {
+  readonly unpacker: Worker;
+  readonly writer: Worker;
+}
+
+/**
+ * The two threads that do the release tree's bulk work for the whole process: the
+ * unpack thread (unpack-thread.ts) and the writer thread (writer-thread.ts), joined by
+ * a channel of their own. Deploys share them, each a job with its own id, so a deploy
+ * running beside another costs its buffers rather than two more isolates. If either
+ * thread stops, both are ended, everything in hand fails, and the next use starts two
+ * new ones.
+ */
+export class FsThreads {
+  private threads: Threads | undefined;
+  private nextId = 1;
+  private readonly jobs = new Map<number, (message: FromUnpacker) => void>();
+  private readonly removals = new Map<number, { path: string; resolve: () => void; reject: (error: Error) => void }>();
+  private readonly unpackerScript = script('unpack-thread');
+  private readonly writerScript = script('writer-thread');
+
+  constructor(private readonly start: StartThread = (path, options) => new Worker(path, options)) {}
+
+  /** Starts the threads now, so the first deploy does not wait for them. */
+  warmUp(): void {
+    this.running();
+  }
+
+  openJob(onMessage: (message: FromUnpacker) => void): UnpackJob & { readonly id: number } {
+    const threads = this.running();
+    const id = this.nextId++;
+    this.jobs.set(id, onMessage);
+    return {
+      id,
+      post: (message, transfer) => {
+        // A job whose threads have stopped has already been told; there is no one to post to.
+        if (this.threads === threads) threads.unpacker.postMessage(message, transfer);
+      },
+      close: () => this.jobs.delete(id),
+    };
+  }
+
+  /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
+  remove(path: string): Promise<void> {
+    const threads = this.running();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.removals.set(id, { path, resolve, reject });
+      threads.writer.postMessage({ type: 'remove', id, path } satisfies RemoveRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    const threads = this.threads;
+    if (!threads) return;
+    this.stopped(threads, new Error('the file-system threads were closed'));
+    await Promise.all([threads.unpacker.terminate(), threads.writer.terminate()]);
+  }
+
+  private running(): Threads {
+    if (this.threads) return this.threads;
+    const { port1, port2 } = new MessageChannel();
+    // A small young generation keeps the per-entry garbage of big archives collected early.
+    const unpacker = this.start(this.unpackerScript, {
+      workerData: { peer: port1 } satisfies ThreadData,
+      transferList: [port1],
+      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
+    });
+    const writer = this.start(this.writerScript, {
+      workerData: { peer: port2 } satisfies ThreadData,
+      transferList: [port2],
+      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
+    });
+    const threads = { unpacker, writer };
+    unpacker.on('message', (message: FromUnpacker) => this.jobs.get(message.job)?.(message));
+    writer.on('message', (message: Removed) => this.removed(message));
+    for (const worker of [unpacker, writer]) {
+      worker.on('error', (error: Error) => this.stopped(threads, error));
+      worker.on('exit', (code: number) => this.stopped(threads, new Error(`a file-system thread stopped (exit code ${code})`)));
+    }
+    this.threads = threads;
+    return threads;
+  }
+
+  private removed(message: Removed): void {
+    const waiting = this.removals.get(message.id);
+    this.removals.delete(message.id);
+    if (!waiting) return;
+    if (message.error === undefined) waiting.resolve();
+    else waiting.reject(new Error(`removing ${waiting.path}: ${message.error}`));
+  }
+
+  /** Fails everything the stopped threads had in hand; the next use starts new ones. */
+  private stopped(threads: Threads, error: Error): void {
+    if (this.threads !== threads) return;
+    this.threads = undefined;
+    void threads.unpacker.terminate();
+    void threads.writer.terminate();
+    const jobs = [...this.jobs];
+    this.jobs.clear();
+    for (const [job, onMessage] of jobs) onMessage({ type: 'failed', job, kind: 'io', message: error.message });
+    const removals = [...this.removals.values()];
+    this.removals.clear();
+    for (const { reject } of removals) reject(error);
+  }
+}

@@ -1,0 +1,127 @@
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
+import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
+import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
+import { releaseVersion, versionedSite } from '../support/sites.js';
+
+const limits = { maxFiles: 100_000, maxBytes: 1e9 };
+
+/** An upload in chunks of 64 KiB, as a socket delivers it, each after a turn of the event loop. */
+async function* chunked(bytes: Buffer): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += 65_536) {
+    await new Promise((resolve) => setImmediate(resolve));
+    yield bytes.subarray(at, at + 65_536);
+  }
+}
+
+async function makeTree(root: string): Promise<void> {
+  for (let d = 0; d < 12; d += 1) {
+    await mkdir(join(root, `d${d}`, 'deeper'), { recursive: true });
+    for (let f = 0; f < 60; f += 1) await writeFile(join(root, `d${d}`, f % 2 ? 'deeper' : '', `f${f}`), 'x');
+  }
+}
+
+describe('FsThreads: one unpack thread and one writer for every deploy (real threads)', () => {
+  let root: string;
+  const started: Worker[] = [];
+  const threads = new FsThreads((script, options) => {
+    const worker = new Worker(script, options);
+    started.push(worker);
+    return worker;
+  });
+  const extractor = new ArchiveExtractor(threads);
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'sitedrop-threads-'));
+  });
+  afterAll(async () => {
+    await threads.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('unpacks several archives at once on the same two threads, each into its own directory', async () => {
+    const sites = ['a', 'b', 'c'].map((v) => versionedSite(v, 1500, 200));
+    const dirs = await Promise.all(['a', 'b', 'c'].map((v) => mkdtemp(join(root, `site-${v}-`))));
+    const before = started.length;
+    const results = await Promise.all(sites.map((site, i) => extractor.extract(chunked(site), dirs[i]!, limits, false, new AbortController().signal)));
+    expect(results.map((r) => r.files)).toEqual([1501, 1501, 1501]);
+    expect(await Promise.all(dirs.map((dir) => releaseVersion(dir, 1500)))).toEqual(['a', 'b', 'c']);
+    expect(started.length - before).toBeLessThanOrEqual(2);
+  });
+
+  it('removes a tree without following a link out of it, and a path that is not there', async () => {
+    const outside = join(root, 'outside');
+    await mkdir(outside);
+    await writeFile(join(outside, 'keep'), 'precious');
+    const tree = join(root, 'doomed');
+    await makeTree(tree);
+    await symlink(outside, join(tree, 'd3', 'link-out'));
+    await threads.remove(tree);
+    await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readFile(join(outside, 'keep'), 'utf8')).toBe('precious');
+    await threads.remove(join(root, 'never-there'));
+  });
+
+  it('keeps unpacking a deploy while it removes a large tree', async () => {
+    const tree = join(root, 'large');
+    for (let d = 0; d < 40; d += 1) {
+      await mkdir(join(tree, `d${d}`), { recursive: true });
+      await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(join(tree, `d${d}`, `f${f}`), 'x')));
+    }
+    const dir = await mkdtemp(join(root, 'beside-'));
+    const removal = threads.remove(tree);
+    const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, limits, false, new AbortController().signal);
+    expect(extracted.files).toBe(301);
+    await removal;
+    await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('fails what the threads had in hand when one stops, and starts new ones for the next use', async () => {
+    const dir = await mkdtemp(join(root, 'cut-'));
+    const gate = { open: undefined as (() => void) | undefined };
+    async function* halfThenWait(): AsyncGenerator<Uint8Array> {
+      const site = versionedSite('half', 500);
+      yield site.subarray(0, site.length >> 1);
+      await new Promise<void>((resolve) => (gate.open = resolve));
+    }
+    const cut = extractor.extract(halfThenWait(), dir, limits, false, new AbortController().signal);
+    const outcome = cut.then(
+      () => 'unpacked',
+      (error: Error) => error.message,
+    );
+    while (!gate.open) await new Promise((resolve) => setTimeout(resolve, 5));
+    const writer = started.at(-1)!;
+    await writer.terminate();
+    gate.open();
+    expect(await outcome).toMatch(/^extraction failed: a file-system thread stopped/);
+
+    const again = await mkdtemp(join(root, 'again-'));
+    const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, limits, false, new AbortController().signal);
+    expect(extracted.files).toBe(51);
+    expect(await releaseVersion(again, 50)).toBe('after');
+    await threads.remove(dir);
+    await expect(lstat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('TreeRemoval', () => {
+  it('removes a tree a bounded number of entries per step, deepest first', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-removal-'));
+    try {
+      const tree = join(root, 'tree');
+      await makeTree(tree);
+      const removal = new TreeRemoval(tree);
+      let steps = 0;
+      while (!removal.step(100)) steps += 1;
+      // 720 files and 25 directories, each listed and removed: at least eight steps of 100.
+      expect(steps).toBeGreaterThanOrEqual(7);
+      expect(await readdir(root)).toEqual([]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
