@@ -139,6 +139,21 @@ describe('a flood of deploys, some stalled (child service, DEPLOYS_MAX_CONCURREN
     expect((await deploy(s.child.url, tokens[0]!, 'live', versionedSite('v1', 50))).status).toBe(200);
   }, 120_000);
 
+  it("one user's stalled uploads, holding every slot with more queued, lose the next free slot to another user's deploy", async () => {
+    const hog = await createUser(s.child.url, 'hog');
+    const archive = versionedSite('h', 300, 256);
+    const answered: string[] = [];
+    const stalled = Array.from({ length: 6 }, (_, i) => slowUpload(s.child.url, hog, `stall-${i}`, archive, 16));
+    const stalledAnswers = stalled.map((upload) => answerOf(upload).then((r) => (answered.push(`hog ${r.status}`), r)));
+    await until(async () => (await waitingDeploys(s.child.url)) === 4, 'four of the stalled uploads to wait');
+    const honest = await deploy(s.child.url, tokens[1]!, 'fair', versionedSite('fair', 50));
+    answered.push(`honest ${honest.status}`);
+    expect(honest.status).toBe(200);
+    // First come, first served, it would have waited for all six to time out, one second each, two at a time.
+    expect(answered.indexOf('honest 200')).toBeLessThanOrEqual(3);
+    for (const r of await Promise.all(stalledAnswers)) expect(r).toEqual({ status: 408, body: { status: 'error', error: STALLED } });
+  });
+
   it('aborts an upload that sends nothing for UPLOAD_IDLE_SECONDS with 408, cleans its staging area, and leaves the site alone', async () => {
     const live = await readlink(join(s.dataDir, 'docs/flood0/live'));
     const archive = versionedSite('v-stall', 2000, 512);

@@ -162,8 +162,8 @@ export function createApp(deps: HttpDeps): express.Express {
     return user;
   };
   // A deploy waits here before its body is read: its client holds a paused socket, not a
-  // worker and a staging area. A client that hangs up leaves the queue at once.
-  const deploySlot = async (res: Response): Promise<ReleaseSlot> => {
+  // job on the unpack threads and a staging area. A client that hangs up leaves the queue at once.
+  const deploySlot = async (user: Username, res: Response): Promise<ReleaseSlot> => {
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     res.once('close', onClose);
@@ -171,7 +171,7 @@ export function createApp(deps: HttpDeps): express.Express {
     if (res.req.socket.destroyed) gone.abort();
     metrics.waiting.inc();
     try {
-      return await deps.slots.acquire(gone.signal);
+      return await deps.slots.acquire(user, gone.signal);
     } finally {
       metrics.waiting.dec();
       res.off('close', onClose);
@@ -229,7 +229,7 @@ export function createApp(deps: HttpDeps): express.Express {
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      const releaseSlot = await deploySlot(res);
+      const releaseSlot = await deploySlot(user, res);
       metrics.inFlight.inc();
       const deployed = await deps.deploys.track(async (signal) => {
         continueIfExpected(req, res);

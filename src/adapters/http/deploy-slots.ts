@@ -19,17 +19,23 @@ export const MAX_WAIT_MS = 120_000;
 export type ReleaseSlot = () => void;
 
 interface Waiter {
+  readonly user: string;
   grant(): void;
   refuse(error: Error): void;
 }
 
 /**
- * A first-come, first-served semaphore over the deploys that unpack at once. Every
- * unpacking deploy holds a worker thread, its buffers and a staging area; a waiting one
- * holds only its paused socket, because its body is not read until it has a slot.
+ * A semaphore over the deploys that unpack at once. Every unpacking deploy holds a job
+ * on the unpack and writer threads, its buffers and a staging area; a waiting one holds
+ * only its paused socket, because its body is not read until it has a slot. A freed
+ * slot goes to the waiter whose user holds the fewest slots, first come first served
+ * among equals: one user's stalled or slow uploads can take every slot only while no
+ * one else waits, and lose each one to another user's deploy as it comes free.
  */
 export class DeploySlots {
   private running = 0;
+  /** Slots held, by user. */
+  private readonly held = new Map<string, number>();
   private readonly queue: Waiter[] = [];
   private closed = false;
 
@@ -44,13 +50,11 @@ export class DeploySlots {
    * full or the wait outlasts `maxWaitMs`, ServiceStopping once close() is called, and
    * ClientGone when `signal` fires (the client left): each leaves the queue at once.
    */
-  acquire(signal: AbortSignal): Promise<ReleaseSlot> {
+  acquire(user: string, signal: AbortSignal): Promise<ReleaseSlot> {
     if (this.closed) return Promise.reject(new ServiceStopping());
     if (signal.aborted) return Promise.reject(new ClientGone());
-    if (this.running < this.limits.concurrent && this.queue.length === 0) {
-      this.running += 1;
-      return Promise.resolve(this.releaser());
-    }
+    // Slots are handed on as soon as they free, so a free one means no one is waiting.
+    if (this.running < this.limits.concurrent) return Promise.resolve(this.take(user));
     if (this.queue.length >= this.limits.queued) return Promise.reject(new TooManyDeploys());
     return new Promise<ReleaseSlot>((resolve, reject) => {
       const settle = (): void => {
@@ -58,10 +62,10 @@ export class DeploySlots {
         signal.removeEventListener('abort', onAbort);
       };
       const waiter: Waiter = {
+        user,
         grant: () => {
           settle();
-          this.running += 1;
-          resolve(this.releaser());
+          resolve(this.take(user));
         },
         refuse: (error) => {
           settle();
@@ -86,13 +90,27 @@ export class DeploySlots {
     for (const waiter of this.queue.splice(0)) waiter.refuse(new ServiceStopping());
   }
 
-  private releaser(): ReleaseSlot {
+  private take(user: string): ReleaseSlot {
+    this.running += 1;
+    this.held.set(user, (this.held.get(user) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.running -= 1;
-      while (this.running < this.limits.concurrent && this.queue.length > 0) this.queue.shift()!.grant();
+      const left = this.held.get(user)! - 1;
+      if (left === 0) this.held.delete(user);
+      else this.held.set(user, left);
+      while (this.running < this.limits.concurrent && this.queue.length > 0) this.next().grant();
     };
+  }
+
+  /** Takes the first waiter among those whose user holds the fewest slots. */
+  private next(): Waiter {
+    let best = 0;
+    for (let at = 1; at < this.queue.length; at += 1) {
+      if ((this.held.get(this.queue[at]!.user) ?? 0) < (this.held.get(this.queue[best]!.user) ?? 0)) best = at;
+    }
+    return this.queue.splice(best, 1)[0]!;
   }
 }
