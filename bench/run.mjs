@@ -5,15 +5,14 @@
 // service makes its peak RSS is measured, and during a few untimed ones per shape
 // GET /api/v1/status is polled. Prints one table, writes JSON.
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { createReadStream, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
-import { createUser, procStatus, running, startService } from './service.mjs';
+import { createUser, httpDeploy, procStatus, running, startService } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Settings an experiment may vary, passed through from the benchmark's own environment. */
@@ -65,37 +64,6 @@ async function startBenchService(dataDir) {
     phases.get(entry.project).push(entry.phasesMs);
   };
   return { ...(await startService(dataDir, { env: TUNING, onLine })), phases };
-}
-
-/** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
-function httpDeploy(url, token, project, archive) {
-  const boundary = `bench${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  const length = head.length + statSync(archive).size + tail.length;
-  const started = now();
-  return new Promise((resolve, reject) => {
-    // A fresh connection, as curl makes: a reused keep-alive socket can meet the server's idle close.
-    const req = request(`${url}/api/v1/deploy`, {
-      method: 'POST',
-      agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (c) => (body += c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`deploy answered ${res.statusCode}: ${body}`));
-        else resolve(now() - started);
-      });
-    });
-    req.on('error', reject);
-    req.write(head);
-    const file = createReadStream(archive, { highWaterMark: 256 * 1024 });
-    file.pipe(req, { end: false });
-    file.on('end', () => req.end(tail));
-  });
 }
 
 let handCounter = 0;

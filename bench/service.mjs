@@ -2,7 +2,8 @@
 // environment assignments and node flags), on an ephemeral port, killed when the
 // benchmark exits however it exits. Shared by bench/run.mjs and bench/flood.mjs.
 import { spawn } from 'node:child_process';
-import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,10 +22,11 @@ process.on('exit', () => {
 
 /**
  * Starts the service on `dataDir` with `env` on top of npm start's; `onLine` sees each
- * line it logs, `logFile` keeps them all. Resolves once it listens.
+ * line it logs, `logFile` keeps them all, `main` runs another build (an older tree's
+ * dist/main.js, to compare). Resolves once it listens.
  */
-export async function startService(dataDir, { env = {}, onLine, logFile } = {}) {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
+export async function startService(dataDir, { env = {}, onLine, logFile, main = MAIN } = {}) {
+  const child = spawn(process.execPath, [...NODE_FLAGS, main], {
     env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -75,4 +77,35 @@ export async function createUser(url, username) {
 export function procStatus(pid, field) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line)[1]);
+}
+
+/** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
+export function httpDeploy(url, token, project, archive) {
+  const boundary = `bench${Math.random().toString(16).slice(2)}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const length = head.length + statSync(archive).size + tail.length;
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    // A fresh connection, as curl makes: a reused keep-alive socket can meet the server's idle close.
+    const req = request(`${url}/api/v1/deploy`, {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`deploy answered ${res.statusCode}: ${body}`));
+        else resolve(performance.now() - started);
+      });
+    });
+    req.on('error', reject);
+    req.write(head);
+    const file = createReadStream(archive, { highWaterMark: 256 * 1024 });
+    file.pipe(req, { end: false });
+    file.on('end', () => req.end(tail));
+  });
 }

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { versionedSite } from './support/sites.js';
 
 /** The benchmark runs end to end on a tiny fixture, so it cannot rot. No timing is asserted. */
 describe('npm run bench', () => {
@@ -41,6 +42,20 @@ describe('npm run bench', () => {
       expect(typeof results.medianRatio).toBe('number');
       expect(typeof results.referenceRatio).toBe('number');
       expect(results.worst.name).toBeTruthy();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('bench/deploy-loop.mjs deploys an archive round after round through a built service and leaves nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sitedrop-loop-test-'));
+    try {
+      const archive = join(dir, 'site.tgz');
+      await writeFile(archive, versionedSite('loop', 20));
+      const run = promisify(execFile)(process.execPath, ['bench/deploy-loop.mjs', '--archive', archive, '--rounds', '2', '--concurrent', '2', '--dir', dir], { timeout: 60_000 });
+      await expect(run).resolves.toBeTruthy();
+      // Its data directory (two projects, two releases each) is gone with it.
+      expect(await readdir(dir)).toEqual(['site.tgz']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
