@@ -26,7 +26,7 @@ import { databaseKind, openDatabase, postgresPool } from './adapters/db/database
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
-import { FsThreads } from './adapters/fs/fs-threads.js';
+import { FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
 import { ARCHIVE_EXTRACTOR, FS_THREADS, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
@@ -38,7 +38,7 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
-  const threads = new FsThreads();
+  const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles) });
   c.bind(FS_THREADS).toConstantValue(threads);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();

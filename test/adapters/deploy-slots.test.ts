@@ -60,6 +60,18 @@ describe('DeploySlots', () => {
     expect(order).toEqual(['other 1', 'hog 3', 'other 2', 'hog 4']);
   });
 
+  it('with one slot, a user giving theirs back does not win it again over another who waits', async () => {
+    const slots = new DeploySlots({ concurrent: 1, queued: 10, maxWaitMs: 60_000 });
+    const first = await slots.acquire('hog', never);
+    const order: string[] = [];
+    const hog = slots.acquire('hog', never).then((r) => (order.push('hog'), r));
+    const other = slots.acquire('other', never).then((r) => (order.push('other'), r));
+    first();
+    (await other)();
+    (await hog)();
+    expect(order).toEqual(['other', 'hog']);
+  });
+
   it('refuses at once when the queue is full', async () => {
     const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 });
     await slots.acquire('u', never);

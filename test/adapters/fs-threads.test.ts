@@ -7,6 +7,8 @@ import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
 import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
+import { file, tgz } from '../support/tar-builder.js';
+import { snapshot } from '../support/tree.js';
 
 const limits = { maxFiles: 100_000, maxBytes: 1e9 };
 
@@ -28,10 +30,12 @@ async function makeTree(root: string): Promise<void> {
 describe('FsThreads: one unpack thread and one writer for every deploy (real threads)', () => {
   let root: string;
   const started: Worker[] = [];
-  const threads = new FsThreads((script, options) => {
-    const worker = new Worker(script, options);
-    started.push(worker);
-    return worker;
+  const threads = new FsThreads({
+    start: (script, options) => {
+      const worker = new Worker(script, options);
+      started.push(worker);
+      return worker;
+    },
   });
   const extractor = new ArchiveExtractor(threads);
 
@@ -51,6 +55,18 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect(results.map((r) => r.files)).toEqual([1501, 1501, 1501]);
     expect(await Promise.all(dirs.map((dir) => releaseVersion(dir, 1500)))).toEqual(['a', 'b', 'c']);
     expect(started.length - before).toBeLessThanOrEqual(2);
+  });
+
+  it("one deploy's refused archive beside another's honest one fails only itself", async () => {
+    const [bad, good] = await Promise.all([mkdtemp(join(root, 'bad-')), mkdtemp(join(root, 'good-'))]);
+    const refused = tgz([...Array.from({ length: 400 }, (_, i) => file(`ok-${i}.html`, 'x'.repeat(2000))), file('../out.html', 'x')]);
+    const [outcome, extracted] = await Promise.all([
+      extractor.extract(chunked(refused), bad, limits, false, new AbortController().signal).then(() => 'unpacked', (error: Error) => error.constructor.name),
+      extractor.extract(chunked(versionedSite('good', 1500, 200)), good, limits, false, new AbortController().signal),
+    ]);
+    expect(outcome).toBe('ArchiveRejected');
+    expect(extracted.files).toBe(1501);
+    expect(await releaseVersion(good, 1500)).toBe('good');
   });
 
   it('removes a tree without following a link out of it, and a path that is not there', async () => {
@@ -73,9 +89,12 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
       await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(join(tree, `d${d}`, `f${f}`), 'x')));
     }
     const dir = await mkdtemp(join(root, 'beside-'));
-    const removal = threads.remove(tree);
+    let removed = false;
+    const removal = threads.remove(tree).then(() => (removed = true));
     const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(301);
+    // Removed a few hundred entries at a time, it had not finished when the deploy had.
+    expect(removed).toBe(false);
     await removal;
     await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -84,7 +103,8 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const dir = await mkdtemp(join(root, 'cut-'));
     const gate = { open: undefined as (() => void) | undefined };
     async function* halfThenWait(): AsyncGenerator<Uint8Array> {
-      const site = versionedSite('half', 500);
+      // Far more than a batch, so the writer has files of this job in hand when it stops.
+      const site = versionedSite('half', 6000, 400);
       yield site.subarray(0, site.length >> 1);
       await new Promise<void>((resolve) => (gate.open = resolve));
     }
@@ -93,11 +113,15 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
       () => 'unpacked',
       (error: Error) => error.message,
     );
-    while (!gate.open) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!gate.open || (await readdir(dir)).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     const writer = started.at(-1)!;
     await writer.terminate();
     gate.open();
     expect(await outcome).toMatch(/^extraction failed: a file-system thread stopped/);
+    // Nothing writes into the area once its deploy has been told.
+    const after = await snapshot(dir);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await snapshot(dir)).toEqual(after);
 
     const again = await mkdtemp(join(root, 'again-'));
     const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, limits, false, new AbortController().signal);
@@ -109,6 +133,30 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
 });
 
 describe('TreeRemoval', () => {
+  it('removes a root that is a link, not what it points to, and takes a directory gone or grown meanwhile in its stride', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-removal-'));
+    try {
+      await mkdir(join(root, 'target'));
+      await writeFile(join(root, 'target', 'keep'), 'kept');
+      await symlink(join(root, 'target'), join(root, 'link'));
+      expect(new TreeRemoval(join(root, 'link')).step(10)).toBe(true);
+      expect(await readdir(root)).toEqual(['target']);
+
+      const tree = join(root, 'tree');
+      await mkdir(join(tree, 'a', 'b'), { recursive: true });
+      await mkdir(join(tree, 'c'));
+      const racing = new TreeRemoval(tree);
+      racing.step(2); // lists tree, enters c or a
+      await rm(join(tree, 'a'), { recursive: true }); // another process removes part of it
+      await writeFile(join(tree, 'late'), 'added after the listing');
+      while (!racing.step(1));
+      expect(await readdir(root)).toEqual(['target']);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+
   it('removes a tree a bounded number of entries per step, deepest first', async () => {
     const root = await mkdtemp(join(tmpdir(), 'sitedrop-removal-'));
     try {

@@ -25,6 +25,25 @@ export interface UnpackJob {
 /** Starts a worker thread; tests pass one that keeps hold of the threads it starts. */
 export type StartThread = (script: string, options: WorkerOptions) => Worker;
 
+export interface FsThreadsOptions {
+  /**
+   * The unpack thread's heap: every deploy unpacking at once keeps its archive's
+   * ledger (each path seen) there, and running out ends the thread, failing every one
+   * of them. `unpackHeapMb()` sizes it from the settings.
+   */
+  readonly unpackHeapMb?: number;
+  readonly start?: StartThread;
+}
+
+/**
+ * Room for DEPLOYS_MAX_CONCURRENT archives of MAX_FILES entries each, at up to about
+ * 1.2 KiB of ledger per entry (a 1,000-byte path; measured 50 MiB for 50,000 such),
+ * above the thread's own 64 MiB; never less than the 256 MiB a thread had before.
+ */
+export function unpackHeapMb(concurrent: number, maxFiles: number): number {
+  return Math.max(256, 64 + concurrent * Math.ceil((maxFiles * 1.2) / 1024));
+}
+
 interface Threads {
   readonly unpacker: Worker;
   readonly writer: Worker;
@@ -46,7 +65,14 @@ export class FsThreads {
   private readonly unpackerScript = script('unpack-thread');
   private readonly writerScript = script('writer-thread');
 
-  constructor(private readonly start: StartThread = (path, options) => new Worker(path, options)) {}
+  private closed = false;
+  private readonly start: StartThread;
+  private readonly unpackHeap: number;
+
+  constructor(options: FsThreadsOptions = {}) {
+    this.start = options.start ?? ((path, workerOptions) => new Worker(path, workerOptions));
+    this.unpackHeap = options.unpackHeapMb ?? 256;
+  }
 
   /** Starts the threads now, so the first deploy does not wait for them. */
   warmUp(): void {
@@ -69,7 +95,13 @@ export class FsThreads {
 
   /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
   remove(path: string): Promise<void> {
-    const threads = this.running();
+    let threads: Threads;
+    try {
+      threads = this.running();
+    } catch (error) {
+      // A rejection, not a throw: the trash collector's queue must go on after it.
+      return Promise.reject(error as Error);
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.removals.set(id, { path, resolve, reject });
@@ -78,6 +110,7 @@ export class FsThreads {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const threads = this.threads;
     if (!threads) return;
     this.stopped(threads, new Error('the file-system threads were closed'));
@@ -86,18 +119,27 @@ export class FsThreads {
 
   private running(): Threads {
     if (this.threads) return this.threads;
+    // Nothing may start threads that no one will end.
+    if (this.closed) throw new Error('the file-system threads were closed');
     const { port1, port2 } = new MessageChannel();
     // A small young generation keeps the per-entry garbage of big archives collected early.
     const unpacker = this.start(this.unpackerScript, {
       workerData: { peer: port1 } satisfies ThreadData,
       transferList: [port1],
-      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 },
+      resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: this.unpackHeap },
     });
-    const writer = this.start(this.writerScript, {
-      workerData: { peer: port2 } satisfies ThreadData,
-      transferList: [port2],
-      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 },
-    });
+    let writer: Worker;
+    try {
+      // A limit, not a use: listing a directory of 200,000 entries takes some 65 MiB.
+      writer = this.start(this.writerScript, {
+        workerData: { peer: port2 } satisfies ThreadData,
+        transferList: [port2],
+        resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 256 },
+      });
+    } catch (error) {
+      void unpacker.terminate();
+      throw error;
+    }
     const threads = { unpacker, writer };
     unpacker.on('message', (message: FromUnpacker) => this.jobs.get(message.job)?.(message));
     writer.on('message', (message: Removed) => this.removed(message));

@@ -3,6 +3,12 @@ import { join } from 'node:path';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
+interface Level {
+  readonly path: string;
+  entries: Dirent[] | undefined;
+  relisted?: boolean;
+}
+
 /**
  * rm -rf of one tree, a few entries at a time. The writer thread runs it between the
  * batches of the deploys it is writing, so deleting a pruned 40,000-file release never
@@ -12,7 +18,7 @@ const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).
  */
 export class TreeRemoval {
   /** Directories entered, deepest last, with the entries still to remove. */
-  private readonly stack: { path: string; entries: Dirent[] | undefined }[];
+  private readonly stack: Level[];
 
   constructor(root: string) {
     this.stack = [{ path: root, entries: undefined }];
@@ -30,8 +36,7 @@ export class TreeRemoval {
       }
       const next = top.entries.pop();
       if (!next) {
-        rmdirSync(top.path);
-        this.stack.pop();
+        this.removeEmptied(top);
       } else if (next.isDirectory()) {
         this.stack.push({ path: join(top.path, next.name), entries: undefined });
       } else {
@@ -41,8 +46,28 @@ export class TreeRemoval {
     return this.stack.length === 0;
   }
 
+  /**
+   * Removes a directory whose listed entries are gone. Another process may have removed
+   * it meanwhile (fine), or added an entry since it was listed: then it is listed once
+   * more, as rm -rf does, rather than left behind.
+   */
+  private removeEmptied(top: Level): void {
+    try {
+      rmdirSync(top.path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' && !top.relisted) {
+        top.entries = undefined;
+        top.relisted = true;
+        return;
+      }
+      if (code !== 'ENOENT') throw error;
+    }
+    this.stack.pop();
+  }
+
   /** Lists a directory to empty; anything else on top (the root a file, or gone) is removed now. */
-  private enter(top: { path: string; entries: Dirent[] | undefined }): void {
+  private enter(top: Level): void {
     let isDirectory: boolean;
     try {
       isDirectory = lstatSync(top.path).isDirectory();
@@ -52,7 +77,12 @@ export class TreeRemoval {
       return;
     }
     if (isDirectory) {
-      top.entries = readdirSync(top.path, { withFileTypes: true });
+      try {
+        top.entries = readdirSync(top.path, { withFileTypes: true });
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+        this.stack.pop();
+      }
     } else {
       unlinkIfThere(top.path);
       this.stack.pop();

@@ -187,8 +187,11 @@ class Job {
       if (this.reading) this.scheduleDrain();
     } else if (message.type === 'failed') {
       if (this.reading) this.fail('io', message.message);
-      // A file that could not be closed fails a job that had otherwise succeeded.
-      else if (this.phase.name === 'settling') this.phase.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
+      // A file that could not be closed fails a job that had otherwise succeeded; a job
+      // already refused keeps its reason, which is what the client needs to hear.
+      else if (this.phase.name === 'settling' && this.phase.outcome.type === 'done') {
+        this.phase.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
+      }
     } else if (this.phase.name === 'settling') {
       // No forced full collection here: run after every archive, it made each next
       // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).

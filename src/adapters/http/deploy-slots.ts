@@ -101,16 +101,19 @@ export class DeploySlots {
       const left = this.held.get(user)! - 1;
       if (left === 0) this.held.delete(user);
       else this.held.set(user, left);
-      while (this.running < this.limits.concurrent && this.queue.length > 0) this.next().grant();
+      while (this.running < this.limits.concurrent && this.queue.length > 0) this.next(user).grant();
     };
   }
 
-  /** Takes the first waiter among those whose user holds the fewest slots. */
-  private next(): Waiter {
+  /**
+   * Takes the first waiter among those whose user holds the fewest slots; between users
+   * holding as many, one other than `releasing` (who just gave a slot back): with a
+   * single slot, a user must not win it again over another who waits.
+   */
+  private next(releasing: string): Waiter {
+    const rank = (waiter: Waiter): number => 2 * (this.held.get(waiter.user) ?? 0) + (waiter.user === releasing ? 1 : 0);
     let best = 0;
-    for (let at = 1; at < this.queue.length; at += 1) {
-      if ((this.held.get(this.queue[at]!.user) ?? 0) < (this.held.get(this.queue[best]!.user) ?? 0)) best = at;
-    }
+    for (let at = 1; at < this.queue.length; at += 1) if (rank(this.queue[at]!) < rank(this.queue[best]!)) best = at;
     return this.queue.splice(best, 1)[0]!;
   }
 }
