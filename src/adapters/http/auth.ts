@@ -1,0 +1,37 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Username } from '../../domain/username.js';
+import { tokensEqual } from '../crypto/token-hash.js';
+import { bearerToken } from './bearer.js';
+import type { HttpDeps } from './http-deps.js';
+import { InvalidAdminToken } from './http-errors.js';
+
+/**
+ * Who may call a route, checked before any body is read. The routes name the kind of
+ * caller they take; the checks themselves live here and only here.
+ */
+export interface Authentication {
+  /** Middleware for the administrator's routes: ADMIN_TOKEN, compared in constant time. */
+  readonly admin: RequestHandler;
+  /** The user a user token names; it goes on the request's log line. */
+  user(req: Request, res: Response): Promise<Username>;
+  /** `user` as middleware, for routes that read a body after it: the user is in `res.locals.user`. */
+  readonly userFirst: RequestHandler;
+}
+
+export function authentication(deps: Pick<HttpDeps, 'settings' | 'authenticate'>): Authentication {
+  const admin = (req: Request, res: Response, next: NextFunction): void => {
+    if (!tokensEqual(bearerToken(req) ?? '', deps.settings.adminToken)) throw new InvalidAdminToken();
+    res.locals.user = '(admin)';
+    next();
+  };
+  const user = async (req: Request, res: Response): Promise<Username> => {
+    const signedIn = await deps.authenticate.execute(bearerToken(req));
+    res.locals.user = signedIn;
+    return signedIn;
+  };
+  const userFirst = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    await user(req, res);
+    next();
+  };
+  return { admin, user, userFirst };
+}
