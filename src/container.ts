@@ -1,17 +1,22 @@
 import 'reflect-metadata';
 import { Container } from 'inversify';
 import { Kysely, PostgresDialect } from 'kysely';
+import { AuthenticateDeployer } from './application/authenticate-deployer.js';
 import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateDeployKey } from './application/create-deploy-key.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListDeployKeys } from './application/list-deploy-keys.js';
 import { ListProjects } from './application/list-projects.js';
 import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
+import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import { CLOCK } from './application/ports/clock.js';
+import { DEPLOY_KEY_STORE } from './application/ports/deploy-key-store.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
@@ -23,6 +28,7 @@ import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
 import { databaseKind, openDatabase, postgresPool } from './adapters/db/database.js';
+import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
@@ -37,6 +43,7 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
+  c.bind(DEPLOY_KEY_STORE).to(KyselyDeployKeyStore).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   const workers = new WorkerPool();
   c.bind(WORKER_POOL).toConstantValue(workers);
@@ -58,7 +65,8 @@ export async function buildContainer(config: Config): Promise<Container> {
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
   });
-  for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers]) {
+  const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
+  for (const useCase of [...useCases, CreateDeployKey, ListDeployKeys, RevokeDeployKey]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

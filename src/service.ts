@@ -1,14 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AuthenticateDeployer } from './application/authenticate-deployer.js';
 import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateDeployKey } from './application/create-deploy-key.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListDeployKeys } from './application/list-deploy-keys.js';
 import { ListProjects } from './application/list-projects.js';
 import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
+import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
@@ -42,6 +46,7 @@ export async function startService(config: Config, adminToken: string, logger: L
     createUser: container.get(CreateOrRerollUser),
     deleteUser: container.get(DeleteUser),
     authenticate: container.get(AuthenticateUser),
+    authenticateDeployer: container.get(AuthenticateDeployer),
     deploy: container.get(DeployRelease),
     deploys,
     slots,
@@ -50,6 +55,9 @@ export async function startService(config: Config, adminToken: string, logger: L
     rollback: container.get(RollbackRelease),
     deleteProject: container.get(DeleteProject),
     listUsers: container.get(ListUsers),
+    createKey: container.get(CreateDeployKey),
+    listKeys: container.get(ListDeployKeys),
+    revokeKey: container.get(RevokeDeployKey),
     metrics: new ServiceMetrics(),
     logger,
     openApi,

@@ -3,10 +3,11 @@ import { ArchiveRejected, DeployAborted, MissingArchive, Unauthorized } from '..
 import { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
 import { enforceStorageQuota, keptAfterDeploy, type StoredRelease } from '../domain/storage-quota.js';
-import { Token } from '../domain/token.js';
 import type { Username } from '../domain/username.js';
+import { mayDeploy, resolveDeployer } from './deployer.js';
 import { PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
@@ -14,8 +15,12 @@ import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface DeployInput {
+  /** The user, or the owner of the deploy key that signed the deploy. */
   readonly user: Username;
-  /** The bearer token `user` was authenticated with; it must still be theirs when the deploy publishes. */
+  /**
+   * The bearer token the deploy was signed with: `user`'s token, or a deploy key of theirs.
+   * It must still be good, and for a key grant this project, when the deploy publishes.
+   */
   readonly token: string;
   /** Settles once the project name is known; it may arrive after the archive. */
   readonly project: Promise<string | undefined>;
@@ -60,10 +65,16 @@ export class DeployRelease {
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PruneReleases) private readonly prune: PruneReleases,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
   ) {}
 
   async execute(input: DeployInput): Promise<Deployed> {
-    const project = input.project.then(ProjectName.parse);
+    // A key's grant is checked as soon as the project is known, so a deploy of a project
+    // the key does not cover stops unpacking at once; and again under the lock.
+    const project = input.project.then(ProjectName.parse).then(async (name) => {
+      await this.checkStillAuthorised(input.user, input.token, name);
+      return name;
+    });
     if (input.archive === undefined) {
       await project;
       throw new MissingArchive();
@@ -116,7 +127,7 @@ export class DeployRelease {
         // Only with a quota do the user's projects publish one at a time: without one
         // nothing reads another project's releases, so they need not wait for each other.
         if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
-        await this.checkStillSignedIn(user, token);
+        await this.checkStillAuthorised(user, token, project);
         const release = ReleaseId.next(this.clock.now(), await this.releases.releases(user, project));
         await this.enforceQuota(user, project, release, staged.bytes);
         await this.releases.commit(staged, user, project, release);
@@ -153,11 +164,12 @@ export class DeployRelease {
 
   /**
    * The deploy was signed in before its upload; since then its token may have been
-   * rerolled, or its user deleted (and perhaps created again with a new token).
+   * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
+   * with a new token). A key must also grant this project.
    */
-  private async checkStillSignedIn(user: Username, presented: string): Promise<void> {
-    const token = Token.fromString(presented);
-    if (token === undefined || (await this.tokens.findUser(token)) !== user) throw new Unauthorized();
+  private async checkStillAuthorised(user: Username, token: string, project: ProjectName): Promise<void> {
+    const deployer = await resolveDeployer(this.tokens, this.keys, this.clock.now(), token);
+    if (deployer === undefined || deployer.user !== user || !mayDeploy(deployer, project, undefined)) throw new Unauthorized();
   }
 
   /**

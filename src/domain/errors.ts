@@ -101,3 +101,32 @@ export class NothingToRollBackTo extends DomainError {
     super('no release older than the live one');
   }
 }
+
+/** A deploy key's name is empty, too long, or holds control characters. */
+export class InvalidKeyName extends DomainError {
+  readonly code = 'invalid_key_name';
+  constructor() {
+    super('key name must be 1 to 64 characters, none of them control characters');
+  }
+}
+
+export class InvalidKeyScope extends DomainError {
+  readonly code = 'invalid_key_scope';
+  constructor() {
+    super("scope must be 'deploy' or 'preview'");
+  }
+}
+
+export class InvalidKeyExpiry extends DomainError {
+  readonly code = 'invalid_key_expiry';
+  constructor(readonly maxDays: number) {
+    super(`expiresInDays must be a whole number from 1 to ${maxDays}`);
+  }
+}
+
+export class DeployKeyNotFound extends DomainError {
+  readonly code = 'deploy_key_not_found';
+  constructor() {
+    super('key not found');
+  }
+}

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
+import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
 import type { ReleaseFs, StagedRelease } from '../../src/application/ports/release-fs.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
@@ -149,6 +151,43 @@ export class InMemoryDeployRecords implements DeployRecords {
 
   async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
     return this.entries.filter((e) => e.user === user && e.project === project).sort((a, b) => b.release.localeCompare(a.release));
+  }
+}
+
+export class InMemoryDeployKeyStore implements DeployKeyStore {
+  readonly keys = new Map<string, { key: DeployKey; token: Token }>();
+
+  async add(key: NewDeployKey, token: Token): Promise<string> {
+    const id = randomUUID();
+    this.keys.set(id, { key: { ...key, id, lastUsedAt: undefined }, token });
+    return id;
+  }
+
+  async findByToken(token: Token): Promise<DeployKey | undefined> {
+    return [...this.keys.values()].find((k) => k.token === token)?.key;
+  }
+
+  async list(user: Username, project: ProjectName): Promise<DeployKey[]> {
+    const of = [...this.keys.values()].map((k) => k.key).filter((k) => k.user === user && k.project === project);
+    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+  }
+
+  async remove(user: Username, project: ProjectName, id: string): Promise<boolean> {
+    const found = this.keys.get(id)?.key;
+    return found !== undefined && found.user === user && found.project === project && this.keys.delete(id);
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    for (const { key } of [...this.keys.values()]) if (key.user === user && key.project === project) this.keys.delete(key.id);
+  }
+
+  async removeUser(user: Username): Promise<void> {
+    for (const { key } of [...this.keys.values()]) if (key.user === user) this.keys.delete(key.id);
+  }
+
+  async touch(id: string, at: Date): Promise<void> {
+    const entry = this.keys.get(id);
+    if (entry) entry.key = { ...entry.key, lastUsedAt: at };
   }
 }
 

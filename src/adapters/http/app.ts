@@ -3,6 +3,7 @@ import { authentication } from './auth.js';
 import type { HttpDeps } from './http-deps.js';
 import { drainUnreadBody, errorHandler, notFound, requestLog } from './middleware.js';
 import { deployRoutes } from './routes/deploy.js';
+import { keyRoutes } from './routes/keys.js';
 import { metaRoutes } from './routes/meta.js';
 import { projectRoutes } from './routes/projects.js';
 import { userRoutes } from './routes/users.js';
@@ -22,6 +23,7 @@ export function createApp(deps: HttpDeps): express.Express {
   userRoutes(app, deps, auth);
   deployRoutes(app, deps, auth);
   projectRoutes(app, deps, auth);
+  keyRoutes(app, deps, auth);
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

@@ -1,7 +1,11 @@
 import {
   ArchiveRejected,
   DeployAborted,
+  DeployKeyNotFound,
   DomainError,
+  InvalidKeyExpiry,
+  InvalidKeyName,
+  InvalidKeyScope,
   InvalidProjectName,
   InvalidReleaseId,
   InvalidUsername,
@@ -48,9 +52,13 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof InvalidProjectName) return respond(400, 'invalid project name format');
     if (error instanceof InvalidReleaseId) return respond(400, 'invalid release id');
     if (error instanceof MissingArchive) return respond(400, 'missing or invalid file');
+    if (error instanceof InvalidKeyName) return respond(400, 'key name must be 1 to 64 characters, none of them control characters');
+    if (error instanceof InvalidKeyScope) return respond(400, "scope must be 'deploy' or 'preview'");
+    if (error instanceof InvalidKeyExpiry) return respond(400, `expiresInDays must be a whole number from 1 to ${error.maxDays}`);
     if (error instanceof Unauthorized) return respond(401, 'unauthorized');
     if (error instanceof ProjectNotFound) return respond(404, 'project not found');
     if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
+    if (error instanceof DeployKeyNotFound) return respond(404, 'key not found');
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
     // 507, as WebDAV quotas answer (RFC 4331): 413 already means an upload too large to
     // take, which a smaller upload fixes; this is the user's storage, which only deleting

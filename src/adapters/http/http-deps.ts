@@ -1,11 +1,15 @@
+import type { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
 import type { AuthenticateUser } from '../../application/authenticate-user.js';
+import type { CreateDeployKey } from '../../application/create-deploy-key.js';
 import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
 import type { DeleteUser } from '../../application/delete-user.js';
 import type { DeleteProject } from '../../application/delete-project.js';
 import type { DeployRelease } from '../../application/deploy-release.js';
+import type { ListDeployKeys } from '../../application/list-deploy-keys.js';
 import type { ListProjects } from '../../application/list-projects.js';
 import type { ListReleases } from '../../application/list-releases.js';
 import type { ListUsers } from '../../application/list-users.js';
+import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
 import type { RollbackRelease } from '../../application/rollback-release.js';
 import type { Logger } from '../log/logger.js';
 import type { DeploySlots } from './deploy-slots.js';
@@ -29,6 +33,8 @@ export interface HttpDeps {
   readonly createUser: CreateOrRerollUser;
   readonly deleteUser: DeleteUser;
   readonly authenticate: AuthenticateUser;
+  /** A deploy's bearer token: a user token or a deploy key. */
+  readonly authenticateDeployer: AuthenticateDeployer;
   readonly deploy: DeployRelease;
   readonly deploys: DeployTracker;
   readonly slots: DeploySlots;
@@ -37,6 +43,9 @@ export interface HttpDeps {
   readonly rollback: RollbackRelease;
   readonly deleteProject: DeleteProject;
   readonly listUsers: ListUsers;
+  readonly createKey: CreateDeployKey;
+  readonly listKeys: ListDeployKeys;
+  readonly revokeKey: RevokeDeployKey;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
   /** docs/openapi.yaml, parsed; served as JSON. */

@@ -40,6 +40,7 @@ export function requestLog(metrics: ServiceMetrics, logger: Logger): RequestHand
         status: res.statusCode,
         durationMs: Math.round(performance.now() - started),
         user: res.locals.user ?? null,
+        ...(res.locals.key ? { key: res.locals.key } : {}),
       });
     });
     next();

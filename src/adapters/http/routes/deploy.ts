@@ -40,8 +40,8 @@ export function deployRoutes(
     .route('/api/v1/deploy')
     .post(fallback('deployment failed'), async (req, res) => {
       const { metrics, logger } = deps;
-      const user = await auth.user(req, res);
-      // Checked again when publishing: it may be rerolled while the archive uploads.
+      const { user } = await auth.deployer(req, res);
+      // Checked again when publishing: it may be rerolled, or the key revoked, while the archive uploads.
       const token = bearerToken(req) ?? '';
       const started = performance.now();
       // Refused before a byte of the body is read.
