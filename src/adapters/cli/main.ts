@@ -80,7 +80,7 @@ export function program(): Command {
   const cli = new Command('sitedrop')
     .description('Publish static sites to a sitedrop server.')
     .option('--server <url>', 'the sitedrop server (or SITEDROP_URL)', process.env.SITEDROP_URL ?? 'http://localhost:8080')
-    .option('--token <token>', 'your token (or SITEDROP_TOKEN; for admin commands SITEDROP_ADMIN_TOKEN)')
+    .option('--token <token>', 'your token, or a deploy key to deploy (or SITEDROP_TOKEN; for admin commands SITEDROP_ADMIN_TOKEN)')
     .exitOverride()
     .showHelpAfterError();
 
@@ -130,6 +130,45 @@ export function program(): Command {
     .action(async (project: string, _options: unknown, command: Command) => {
       await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}`);
       out(`deleted ${project}`);
+    });
+
+  const keys = cli.command('keys').description("a project's deploy keys: CI secrets that deploy it and nothing else");
+  keys
+    .command('create <project>')
+    .description("make a deploy key and print its token (shown this once; use it as a pipeline's SITEDROP_TOKEN)")
+    .requiredOption('--name <name>', 'what the key is for, e.g. "GitHub Actions"')
+    .requiredOption('--scope <scope>', "'deploy' (live deploys and previews) or 'preview' (previews only)")
+    .option('--expires-in-days <days>', 'days until the key stops working (default: never)')
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { name: string; scope: string; expiresInDays?: string; json?: boolean }, command: Command) => {
+      const days = options.expiresInDays === undefined ? undefined : Number(options.expiresInDays);
+      if (days !== undefined && !Number.isInteger(days)) throw new UsageError(`--expires-in-days must be a whole number, not ${options.expiresInDays}`);
+      const body = { name: options.name, scope: options.scope, ...(days === undefined ? {} : { expiresInDays: days }) };
+      const result = await client(command, 'SITEDROP_TOKEN').call('POST', `/api/v1/projects/${encodeURIComponent(project)}/keys`, body);
+      if (options.json) out(JSON.stringify(result));
+      else {
+        out(String(result.token));
+        err(`key ${String(result.id)} can deploy ${project} (${options.scope}); its token is shown this once`);
+      }
+    });
+  keys
+    .command('list <project>')
+    .description("list a project's deploy keys (never their tokens)")
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/keys`);
+      print(options.json, result, () =>
+        (result.keys as Json[]).map(
+          (k) => `${String(k.id)}  ${String(k.scope).padEnd(7)}  expires ${String(k.expiresAt ?? 'never')}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.name)}`,
+        ),
+      );
+    });
+  keys
+    .command('revoke <project> <id>')
+    .description('revoke a deploy key at once')
+    .action(async (project: string, id: string, _options: unknown, command: Command) => {
+      await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}/keys/${encodeURIComponent(id)}`);
+      out(`revoked ${id}`);
     });
 
   const admin = cli.command('admin').description('administer users (admin token)');
