@@ -17,6 +17,7 @@ import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { WORKER_POOL } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
+import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from './adapters/http/metrics.js';
@@ -34,6 +35,8 @@ export interface RunningService {
 /** Builds the service from its configuration and listens; main.ts and the HTTP tests both start it here. */
 export async function startService(config: Config, adminToken: string, logger: Logger): Promise<RunningService> {
   const openApi = loadOpenApiDocument();
+  const cli = loadCliBundle();
+  if (!cli) logger.warn('the CLI is not built: GET /api/v1/cli answers 500 until npm run build makes dist/sitedrop.mjs');
   const container = await buildContainer(config);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
@@ -61,6 +64,7 @@ export async function startService(config: Config, adminToken: string, logger: L
     metrics: new ServiceMetrics(),
     logger,
     openApi,
+    cli,
   });
   const server: Server = createServer(app);
   // Handled by the routes: a deploy answers 401 or 413 before asking for the body.

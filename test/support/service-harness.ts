@@ -43,7 +43,9 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     }
     const response = await fetch(`${service.url}${path}`, { method, headers, body });
     const text = await response.text();
-    return { status: response.status, body: text === '' ? {} : JSON.parse(text), headers: response.headers };
+    // The few answers that are not JSON (metrics, the CLI) keep their text.
+    const json = response.headers.get('content-type')?.startsWith('application/json') ?? false;
+    return { status: response.status, body: text === '' ? {} : json ? JSON.parse(text) : { text }, headers: response.headers };
   };
 
   return {

@@ -2,6 +2,7 @@ import express from 'express';
 import { authentication } from './auth.js';
 import type { HttpDeps } from './http-deps.js';
 import { drainUnreadBody, errorHandler, notFound, requestLog } from './middleware.js';
+import { cliRoutes } from './routes/cli.js';
 import { deployRoutes } from './routes/deploy.js';
 import { keyRoutes } from './routes/keys.js';
 import { metaRoutes } from './routes/meta.js';
@@ -20,6 +21,7 @@ export function createApp(deps: HttpDeps): express.Express {
 
   const auth = authentication(deps);
   metaRoutes(app, deps, auth);
+  cliRoutes(app, deps);
   userRoutes(app, deps, auth);
   deployRoutes(app, deps, auth);
   projectRoutes(app, deps, auth);

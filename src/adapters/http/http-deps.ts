@@ -12,6 +12,7 @@ import type { ListUsers } from '../../application/list-users.js';
 import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
 import type { RollbackRelease } from '../../application/rollback-release.js';
 import type { Logger } from '../log/logger.js';
+import type { CliBundle } from './cli-bundle.js';
 import type { DeploySlots } from './deploy-slots.js';
 import type { DeployTracker } from './deploy-tracker.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -48,6 +49,8 @@ export interface HttpDeps {
   readonly revokeKey: RevokeDeployKey;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
+  /** The bundled CLI, served at /api/v1/cli; undefined when the build did not make it. */
+  readonly cli: CliBundle | undefined;
   /** docs/openapi.yaml, parsed; served as JSON. */
   readonly openApi: Record<string, unknown>;
 }
