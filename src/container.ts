@@ -8,9 +8,13 @@ import { CreateDeployKey } from './application/create-deploy-key.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
+import { DeletePreview } from './application/delete-preview.js';
+import { ExpirePreviews } from './application/expire-previews.js';
 import { DeployRelease } from './application/deploy-release.js';
 import { ListDeployKeys } from './application/list-deploy-keys.js';
+import { ListPreviews } from './application/list-previews.js';
 import { ListProjects } from './application/list-projects.js';
+import { PromotePreview } from './application/promote-preview.js';
 import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
 import { RevokeDeployKey } from './application/revoke-deploy-key.js';
@@ -20,6 +24,7 @@ import { DEPLOY_KEY_STORE } from './application/ports/deploy-key-store.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
+import { PREVIEW_LINKS } from './application/ports/preview-links.js';
 import { RELEASE_FS } from './application/ports/release-fs.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
 import { TOKEN_STORE } from './application/ports/token-store.js';
@@ -33,6 +38,7 @@ import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
 import { ARCHIVE_EXTRACTOR, NodeReleaseFs, RELEASE_ROOTS, WORKER_POOL } from './adapters/fs/node-release-fs.js';
+import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
 import { WorkerPool } from './adapters/fs/worker-pool.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
@@ -50,6 +56,8 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(workers));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();
   c.bind(RELEASE_FS).toService(NodeReleaseFs);
+  c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
+  c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
@@ -64,9 +72,10 @@ export async function buildContainer(config: Config): Promise<Container> {
     releasesKeep: config.releasesKeep,
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
+    previews: { max: config.previewsMax, ttlSeconds: config.previewTtlSeconds },
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
-  for (const useCase of [...useCases, CreateDeployKey, ListDeployKeys, RevokeDeployKey]) {
+  for (const useCase of [...useCases, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

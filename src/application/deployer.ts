@@ -1,4 +1,4 @@
-import { isExpired, keyPermitsDeploy, type KeyGrant } from '../domain/deploy-key.js';
+import { isExpired, keyPermitsDeploy, keyPermitsProject, type KeyGrant } from '../domain/deploy-key.js';
 import type { ProjectName } from '../domain/project-name.js';
 import { Token } from '../domain/token.js';
 import type { Username } from '../domain/username.js';
@@ -27,7 +27,15 @@ export async function resolveDeployer(tokens: TokenStore, keys: DeployKeyStore, 
   return { user: key.user, key: { id: key.id, project: key.project, scope: key.scope } };
 }
 
-/** A user deploys any project of its own; a key only what it grants. */
-export function mayDeploy(deployer: Deployer, project: ProjectName, preview: string | undefined): boolean {
-  return deployer.key === undefined || keyPermitsDeploy(deployer.key, project, preview);
+/**
+ * A user deploys any project of its own; a key only what it grants. `preview` is the
+ * deploy's preview name, undefined for a live deploy, or 'not yet known' while the form
+ * has named only the project (then only the project is judged).
+ */
+export function mayDeploy(deployer: Deployer, project: ProjectName, preview: string | undefined | NotYetKnown): boolean {
+  if (deployer.key === undefined) return true;
+  return preview === NOT_YET_KNOWN ? keyPermitsProject(deployer.key, project) : keyPermitsDeploy(deployer.key, project, preview);
 }
+
+export const NOT_YET_KNOWN = Symbol('not yet known');
+export type NotYetKnown = typeof NOT_YET_KNOWN;

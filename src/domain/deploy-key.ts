@@ -53,6 +53,10 @@ export interface KeyGrant {
  * `preview` is the deploy's preview name, undefined for a live deploy.
  */
 export function keyPermitsDeploy(grant: KeyGrant, project: ProjectName, preview: string | undefined): boolean {
-  if (grant.project !== project) return false;
-  return grant.scope === 'deploy' || preview !== undefined;
+  return keyPermitsProject(grant, project) && (grant.scope === 'deploy' || preview !== undefined);
+}
+
+/** The half of `keyPermitsDeploy` that can be judged as soon as the project is named. */
+export function keyPermitsProject(grant: KeyGrant, project: ProjectName): boolean {
+  return grant.project === project;
 }

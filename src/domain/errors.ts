@@ -130,3 +130,25 @@ export class DeployKeyNotFound extends DomainError {
     super('key not found');
   }
 }
+
+export class InvalidPreviewName extends DomainError {
+  readonly code = 'invalid_preview_name';
+  constructor() {
+    super('preview name does not match the required pattern');
+  }
+}
+
+export class PreviewNotFound extends DomainError {
+  readonly code = 'preview_not_found';
+  constructor() {
+    super('preview not found');
+  }
+}
+
+/** A deploy of a new preview when the project already has PREVIEWS_MAX of them. */
+export class TooManyPreviews extends DomainError {
+  readonly code = 'too_many_previews';
+  constructor(readonly max: number) {
+    super(`the project has ${max} previews, the most it may have`);
+  }
+}

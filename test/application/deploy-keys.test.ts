@@ -10,7 +10,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -18,11 +18,12 @@ async function world() {
   const tokens = new InMemoryTokenStore();
   await tokens.save(alice, 'A'.repeat(32) as Token);
   const keys = new InMemoryDeployKeyStore();
+  const previews = new InMemoryPreviewLinks();
   const releases = new InMemoryReleaseFs();
   const lock = new InProcessDeployLock();
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deploy = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings), new InMemoryDeployRecords(), keys);
+  const deploy = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews);
   const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>) =>
     deploy.execute({ user: alice, token, project: Promise.resolve(project), archive, signal: new AbortController().signal });
   return {

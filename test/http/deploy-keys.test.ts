@@ -220,8 +220,9 @@ describe.each(backends)('deploy keys through the real API (%s, real directories)
     let key: { id: string; token: string };
     beforeAll(async () => {
       key = await makeKey('docs', { name: 'ci', scope: 'deploy' });
-      // A release to roll back to, so a refusal is not a 409 in disguise.
+      // A release to roll back to and a preview to promote, so a refusal is not a 404 or 409 in disguise.
       expect((await h.deploy(owner, 'docs', site('newest'))).status).toBe(200);
+      expect((await h.deploy(owner, 'docs', site('a preview'), { preview: 'pr-1' })).status).toBe(200);
     });
 
     it.each([
@@ -232,6 +233,9 @@ describe.each(backends)('deploy keys through the real API (%s, real directories)
       ['list releases', 'GET', '/api/v1/projects/docs/releases', undefined],
       ['roll back', 'POST', '/api/v1/projects/docs/rollback', undefined],
       ['delete the project', 'DELETE', '/api/v1/projects/docs', undefined],
+      ['list previews', 'GET', '/api/v1/projects/docs/previews', undefined],
+      ['promote a preview', 'POST', '/api/v1/projects/docs/previews/pr-1/promote', undefined],
+      ['delete a preview', 'DELETE', '/api/v1/projects/docs/previews/pr-1', undefined],
     ])('cannot %s', async (_what, method, path, json) => {
       const before = await tree();
       const keys = await keysOf('docs');
@@ -259,13 +263,13 @@ describe.each(backends)('deploy keys through the real API (%s, real directories)
         for (const [method, operation] of Object.entries(item)) {
           const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
           if (method === 'parameters' || schemes.length === 0 || schemes.includes('DeployKeyAuth')) continue;
-          const path = template.replace('{project}', 'docs').replace('{id}', key.id);
+          const path = template.replace('{project}', 'docs').replace('{id}', key.id).replace('{name}', 'pr-1');
           const r = await h.call(method.toUpperCase(), path, { token: key.token });
           expect(r.status, `${method} ${path}`).toBe(401);
           refused++;
         }
       }
-      expect(refused).toBeGreaterThanOrEqual(11);
+      expect(refused).toBeGreaterThanOrEqual(14);
       expect((await keysOf('docs')).map((k) => k.id)).toContain(key.id);
     });
   });

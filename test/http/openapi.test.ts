@@ -132,7 +132,7 @@ describe('GET /api/v1/openapi.json', () => {
     for (const [template, item] of Object.entries(paths)) {
       for (const [method, operation] of Object.entries(item)) {
         if (method === 'parameters') continue;
-        const path = template.replace('{project}', 'site').replace('{id}', 'some-key');
+        const path = template.replace('{project}', 'site').replace('{id}', 'some-key').replace('{name}', 'pr-1');
         const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement)) as (keyof typeof unauthorized)[];
         if (schemes.length === 0) {
           expect((await h.call(method.toUpperCase(), path)).status, `${method} ${path} without a token`).toBe(200);
@@ -151,7 +151,7 @@ describe('GET /api/v1/openapi.json', () => {
         checked++;
       }
     }
-    expect(checked).toBe(16);
+    expect(checked).toBe(19);
   });
 
 });
@@ -170,6 +170,6 @@ describe('the document and the routes', () => {
       .map(([path, item]) => `${Object.keys(item).filter((k) => k !== 'parameters').sort().join(',')} ${path}`)
       .sort();
     expect(served).toEqual(documented);
-    expect(documented).toHaveLength(14);
+    expect(documented).toHaveLength(17);
   });
 });

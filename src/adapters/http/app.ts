@@ -6,6 +6,7 @@ import { cliRoutes } from './routes/cli.js';
 import { deployRoutes } from './routes/deploy.js';
 import { keyRoutes } from './routes/keys.js';
 import { metaRoutes } from './routes/meta.js';
+import { previewRoutes } from './routes/previews.js';
 import { projectRoutes } from './routes/projects.js';
 import { userRoutes } from './routes/users.js';
 
@@ -26,6 +27,7 @@ export function createApp(deps: HttpDeps): express.Express {
   deployRoutes(app, deps, auth);
   projectRoutes(app, deps, auth);
   keyRoutes(app, deps, auth);
+  previewRoutes(app, deps, auth);
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

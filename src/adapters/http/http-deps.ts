@@ -4,9 +4,12 @@ import type { CreateDeployKey } from '../../application/create-deploy-key.js';
 import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
 import type { DeleteUser } from '../../application/delete-user.js';
 import type { DeleteProject } from '../../application/delete-project.js';
+import type { DeletePreview } from '../../application/delete-preview.js';
 import type { DeployRelease } from '../../application/deploy-release.js';
 import type { ListDeployKeys } from '../../application/list-deploy-keys.js';
+import type { ListPreviews } from '../../application/list-previews.js';
 import type { ListProjects } from '../../application/list-projects.js';
+import type { PromotePreview } from '../../application/promote-preview.js';
 import type { ListReleases } from '../../application/list-releases.js';
 import type { ListUsers } from '../../application/list-users.js';
 import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
@@ -20,6 +23,8 @@ import type { ServiceMetrics } from './metrics.js';
 export interface HttpSettings {
   readonly adminToken: string;
   readonly publicBase: string;
+  /** PREVIEW_BASE: a preview's address is `<previewBase>/<user>/<project>/<preview>/`. */
+  readonly previewBase: string;
   readonly maxUploadBytes: number;
   /** UPLOAD_IDLE_SECONDS: a deploy whose body stops arriving this long fails; 0 never does. */
   readonly uploadIdleSeconds: number;
@@ -47,6 +52,9 @@ export interface HttpDeps {
   readonly createKey: CreateDeployKey;
   readonly listKeys: ListDeployKeys;
   readonly revokeKey: RevokeDeployKey;
+  readonly listPreviews: ListPreviews;
+  readonly promotePreview: PromotePreview;
+  readonly deletePreview: DeletePreview;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
   /** The bundled CLI, served at /api/v1/cli; undefined when the build did not make it. */

@@ -1,5 +1,6 @@
 import type express from 'express';
 import type { Response } from 'express';
+import { previewUrl } from '../../../domain/preview.js';
 import { siteUrl } from '../../../domain/site-url.js';
 import type { Authentication } from '../auth.js';
 import { bearerToken } from '../bearer.js';
@@ -55,7 +56,7 @@ export function deployRoutes(
         const failure = form.failure();
         if (failure) throw failure;
         try {
-          return await deps.deploy.execute({ user, token, project: form.project, archive, signal });
+          return await deps.deploy.execute({ user, token, project: form.project, preview: form.preview, archive, signal });
         } catch (error) {
           throw form.failure() ?? error;
         }
@@ -75,18 +76,21 @@ export function deployRoutes(
         user,
         project: deployed.project,
         release: deployed.release,
+        ...(deployed.preview === undefined ? {} : { preview: deployed.preview }),
         files: deployed.files,
         bytes: deployed.bytes,
         compressedBytes: deployed.compressedBytes,
         durationMs: Math.round(performance.now() - started),
         phasesMs: deployed.timings,
       });
+      const { preview } = deployed;
       res.json({
         status: 'ok',
         project: deployed.project,
         username: user,
-        url: siteUrl(settings.publicBase, user, deployed.project),
+        url: preview === undefined ? siteUrl(settings.publicBase, user, deployed.project) : previewUrl(settings.previewBase, user, deployed.project, preview),
         release: deployed.release,
+        ...(preview === undefined ? {} : { preview }),
       });
     })
     .all(methodNotAllowed('POST'));
