@@ -159,6 +159,24 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     expect((await sitedrop(['keys', 'create', 'keyed', '--scope', 'deploy'], as(token))).code).toBe(2);
   });
 
+  it('deploys a preview, lists previews, promotes one and deletes one', async () => {
+    const archive = join(work, 'preview.tgz');
+    await writeFile(archive, tgz([file('index.html', 'live')]));
+    expect((await sitedrop(['deploy', archive, '--project', 'previewed'], as(token))).code).toBe(0);
+    await writeFile(archive, tgz([file('index.html', 'pull request 7')]));
+    const deployed = await sitedrop(['deploy', archive, '--project', 'previewed', '--preview', 'pr-7'], as(token));
+    expect(deployed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed previewed preview pr-7: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/clia\/previewed\/pr-7\/\n$/) });
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('live');
+    const listed = await sitedrop(['previews', 'previewed'], as(token));
+    expect(listed.stdout).toMatch(/^pr-7 {2}\d{8}T\d{6} {2}expires \S+Z {2}https:\/\/sites\.example\.test\/_previews\/clia\/previewed\/pr-7\/\n$/);
+    const promoted = await sitedrop(['promote', 'previewed', 'pr-7'], as(token));
+    expect(promoted).toMatchObject({ code: 0, stdout: expect.stringMatching(/^previewed is live on \d{8}T\d{6} \(was \d{8}T\d{6}\)\n$/) });
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('pull request 7');
+    expect(await sitedrop(['delete-preview', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 0, stdout: 'deleted preview pr-7 of previewed\n' });
+    expect(await sitedrop(['promote', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 1, stderr: 'sitedrop: preview not found\n' });
+    expect((await sitedrop(['previews', 'previewed'], as(token))).stdout).toBe('');
+  });
+
   it('shows a progress bar (bytes sent, rate) on a terminal', async () => {
     const archive = join(work, 'tty.tgz');
     await writeFile(archive, tgz([file('index.html', 'tty')]));
@@ -180,7 +198,7 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     expect((await sitedrop(['frobnicate'], as(token))).code).toBe(2);
     expect(await sitedrop(['projects'])).toMatchObject({ code: 2, stderr: 'sitedrop: no token: pass --token or set SITEDROP_TOKEN\n' });
     expect((await sitedrop(['deploy', join(work, 'missing'), '--project', 'x'], as(token))).code).toBe(2);
-    for (const command of [[], ['deploy'], ['projects'], ['releases'], ['rollback'], ['delete-project'], ['admin'], ['admin', 'create-user'], ['admin', 'delete-user'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke']]) {
+    for (const command of [[], ['deploy'], ['projects'], ['releases'], ['rollback'], ['delete-project'], ['admin'], ['admin', 'create-user'], ['admin', 'delete-user'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['previews'], ['promote'], ['delete-preview']]) {
       const help = await sitedrop([...command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/^Usage: sitedrop/);

@@ -92,6 +92,17 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
     expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
     expect(await sitedrop(['deploy', 'dist', '--project', 'q'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
   });
+
+  it("deploys a pull request's preview with a preview key, as the README's CI jobs do", async () => {
+    const made = await sitedrop(['keys', 'create', 'p', '--name', 'pull requests', '--scope', 'preview'], token);
+    const key = made.stdout.trim();
+    await writeFile(join(runner, 'dist/index.html'), '<h1>pull request 42</h1>');
+    const r = await sitedrop(['deploy', 'dist', '--project', 'p', '--preview', 'pr-42'], key);
+    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed p preview pr-42: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/pipeline\/p\/pr-42\/\n$/) });
+    expect(await readFile(join(h.previewsRoot, 'pipeline/p/pr-42/index.html'), 'utf8')).toBe('<h1>pull request 42</h1>');
+    expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
+    expect(await sitedrop(['deploy', 'dist', '--project', 'p'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+  });
 });
 
 describe('GET /api/v1/cli on a service built without the bundle', () => {

@@ -44,7 +44,7 @@ function progress(): { update(sent: number): void; stop(sent: number, ms: number
   return { update: () => undefined, stop: (sent, ms) => err(`sent ${megabytes(sent)} in ${(ms / 1000).toFixed(1)} s`) };
 }
 
-async function deploy(path: string, options: { project: string; json?: boolean }, command: Command): Promise<void> {
+async function deploy(path: string, options: { project: string; preview?: string; json?: boolean }, command: Command): Promise<void> {
   const api = client(command, 'SITEDROP_TOKEN');
   const info = await stat(path).catch(() => {
     throw new UsageError(`${path} does not exist`);
@@ -62,11 +62,12 @@ async function deploy(path: string, options: { project: string; json?: boolean }
   const bar = progress();
   const started = Date.now();
   let sent = 0;
-  const result = await api.deploy(options.project, archive, (n) => bar.update((sent = n)));
+  const target = { project: options.project, ...(options.preview === undefined ? {} : { preview: options.preview }) };
+  const result = await api.deploy(target, archive, (n) => bar.update((sent = n)));
   bar.stop(sent, Date.now() - started);
   if (options.json) out(JSON.stringify(result));
   else {
-    out(`deployed ${String(result.project)}: release ${String(result.release)}`);
+    out(`deployed ${String(result.project)}${result.preview === undefined ? '' : ` preview ${String(result.preview)}`}: release ${String(result.release)}`);
     out(String(result.url));
   }
 }
@@ -88,6 +89,7 @@ export function program(): Command {
     .command('deploy <folder-or-tarball>')
     .description('deploy a folder (its contents become the site root) or a .tar.gz')
     .requiredOption('--project <name>', 'the project to deploy to')
+    .option('--preview <name>', 'deploy a preview of this name (e.g. pr-42) at its own address; the live site does not change')
     .option('--json', "print the server's response")
     .action(deploy);
 
@@ -122,6 +124,35 @@ export function program(): Command {
     .action(async (project: string, release: string | undefined, options: { json?: boolean }, command: Command) => {
       const result = await client(command, 'SITEDROP_TOKEN').call('POST', `/api/v1/projects/${encodeURIComponent(project)}/rollback`, release ? { release } : undefined);
       print(options.json, result, () => [`${project} is live on ${String(result.release)} (was ${String(result.previous ?? '-')})`]);
+    });
+
+  cli
+    .command('previews <project>')
+    .description("list a project's previews")
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/previews`);
+      print(options.json, result, () =>
+        (result.previews as Json[]).map((p) => `${String(p.name)}  ${String(p.release)}  expires ${String(p.expiresAt)}  ${String(p.url)}`),
+      );
+    });
+
+  cli
+    .command('promote <project> <preview>')
+    .description("make a preview's release live")
+    .option('--json', "print the server's response")
+    .action(async (project: string, preview: string, options: { json?: boolean }, command: Command) => {
+      const path = `/api/v1/projects/${encodeURIComponent(project)}/previews/${encodeURIComponent(preview)}/promote`;
+      const result = await client(command, 'SITEDROP_TOKEN').call('POST', path);
+      print(options.json, result, () => [`${project} is live on ${String(result.release)} (was ${String(result.previous ?? '-')})`]);
+    });
+
+  cli
+    .command('delete-preview <project> <preview>')
+    .description('remove a preview; its release is then pruned like any other')
+    .action(async (project: string, preview: string, _options: unknown, command: Command) => {
+      await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}/previews/${encodeURIComponent(preview)}`);
+      out(`deleted preview ${preview} of ${project}`);
     });
 
   cli
