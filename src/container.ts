@@ -1,20 +1,30 @@
 import 'reflect-metadata';
 import { Container } from 'inversify';
 import { Kysely, PostgresDialect } from 'kysely';
+import { AuthenticateDeployer } from './application/authenticate-deployer.js';
 import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateDeployKey } from './application/create-deploy-key.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
+import { DeletePreview } from './application/delete-preview.js';
+import { ExpirePreviews } from './application/expire-previews.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListDeployKeys } from './application/list-deploy-keys.js';
+import { ListPreviews } from './application/list-previews.js';
 import { ListProjects } from './application/list-projects.js';
+import { PromotePreview } from './application/promote-preview.js';
 import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
+import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import { CLOCK } from './application/ports/clock.js';
+import { DEPLOY_KEY_STORE } from './application/ports/deploy-key-store.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
+import { PREVIEW_LINKS } from './application/ports/preview-links.js';
 import { RELEASE_FS } from './application/ports/release-fs.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
 import { TOKEN_STORE } from './application/ports/token-store.js';
@@ -23,11 +33,13 @@ import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
 import { databaseKind, openDatabase, postgresPool } from './adapters/db/database.js';
+import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
 import { FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
 import { ARCHIVE_EXTRACTOR, FS_THREADS, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
+import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -37,12 +49,15 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
+  c.bind(DEPLOY_KEY_STORE).to(KyselyDeployKeyStore).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles) });
   c.bind(FS_THREADS).toConstantValue(threads);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();
   c.bind(RELEASE_FS).toService(NodeReleaseFs);
+  c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
+  c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
@@ -57,8 +72,10 @@ export async function buildContainer(config: Config): Promise<Container> {
     releasesKeep: config.releasesKeep,
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
+    previews: { max: config.previewsMax, ttlSeconds: config.previewTtlSeconds },
   });
-  for (const useCase of [AuthenticateUser, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers]) {
+  const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
+  for (const useCase of [...useCases, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

@@ -1,18 +1,27 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AuthenticateDeployer } from './application/authenticate-deployer.js';
 import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
+import { CreateDeployKey } from './application/create-deploy-key.js';
 import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
 import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
+import { DeletePreview } from './application/delete-preview.js';
+import { ExpirePreviews } from './application/expire-previews.js';
 import { DeployRelease } from './application/deploy-release.js';
+import { ListDeployKeys } from './application/list-deploy-keys.js';
+import { ListPreviews } from './application/list-previews.js';
 import { ListProjects } from './application/list-projects.js';
+import { PromotePreview } from './application/promote-preview.js';
 import { ListReleases } from './application/list-releases.js';
 import { ListUsers } from './application/list-users.js';
+import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { FS_THREADS } from './adapters/fs/node-release-fs.js';
 import { createApp } from './adapters/http/app.js';
+import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from './adapters/http/metrics.js';
@@ -30,6 +39,8 @@ export interface RunningService {
 /** Builds the service from its configuration and listens; main.ts and the HTTP tests both start it here. */
 export async function startService(config: Config, adminToken: string, logger: Logger): Promise<RunningService> {
   const openApi = loadOpenApiDocument();
+  const cli = loadCliBundle();
+  if (!cli) logger.warn('the CLI is not built: GET /api/v1/cli answers 500 until npm run build makes dist/sitedrop.mjs');
   const container = await buildContainer(config);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
@@ -38,10 +49,11 @@ export async function startService(config: Config, adminToken: string, logger: L
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
-    settings: { adminToken, publicBase: config.publicBase, maxUploadBytes: config.maxUploadBytes, uploadIdleSeconds: config.uploadIdleSeconds },
+    settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, uploadIdleSeconds: config.uploadIdleSeconds },
     createUser: container.get(CreateOrRerollUser),
     deleteUser: container.get(DeleteUser),
     authenticate: container.get(AuthenticateUser),
+    authenticateDeployer: container.get(AuthenticateDeployer),
     deploy: container.get(DeployRelease),
     deploys,
     slots,
@@ -50,9 +62,16 @@ export async function startService(config: Config, adminToken: string, logger: L
     rollback: container.get(RollbackRelease),
     deleteProject: container.get(DeleteProject),
     listUsers: container.get(ListUsers),
+    createKey: container.get(CreateDeployKey),
+    listKeys: container.get(ListDeployKeys),
+    revokeKey: container.get(RevokeDeployKey),
+    listPreviews: container.get(ListPreviews),
+    promotePreview: container.get(PromotePreview),
+    deletePreview: container.get(DeletePreview),
     metrics: new ServiceMetrics(),
     logger,
     openApi,
+    cli,
   });
   const server: Server = createServer(app);
   // Handled by the routes: a deploy answers 401 or 413 before asking for the body.
@@ -62,11 +81,13 @@ export async function startService(config: Config, adminToken: string, logger: L
     server.listen(config.port, config.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const sweep = sweepExpiredPreviews(container.get(ExpirePreviews), config.previewTtlSeconds, logger);
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = config.shutdownGraceMs): Promise<void> =>
     (stopping ??= (async () => {
+      await sweep.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Deploys still waiting for a slot have sent nothing we read: they are told to retry
@@ -85,4 +106,30 @@ export async function startService(config: Config, adminToken: string, logger: L
     })());
 
   return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop };
+}
+
+/**
+ * Removes previews past PREVIEW_TTL_SECONDS (and prunes their releases) in the background:
+ * deploys and deletes expire a project's previews too, but a project nobody touches
+ * must still lose them. Often enough that a preview outlives its time by at most a tenth
+ * of it, from one second to one minute; one sweep at a time.
+ */
+function sweepExpiredPreviews(expire: ExpirePreviews, ttlSeconds: number, logger: Logger): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const every = Math.min(60_000, Math.max(1000, ttlSeconds * 100));
+  const timer = setInterval(() => {
+    running ??= expire
+      .execute()
+      .then((removed) => {
+        if (removed > 0) logger.info('expired previews swept', { releasesRemoved: removed });
+      })
+      .catch((error: unknown) => logger.error('sweeping expired previews failed', { error: (error as Error).message }))
+      .finally(() => (running = undefined));
+  }, every).unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }

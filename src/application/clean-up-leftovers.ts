@@ -1,4 +1,5 @@
 import { inject, injectable } from 'inversify';
+import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 
 /**
@@ -7,9 +8,12 @@ import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
  */
 @injectable()
 export class CleanUpLeftovers {
-  constructor(@inject(RELEASE_FS) private readonly releases: ReleaseFs) {}
+  constructor(
+    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+  ) {}
 
-  execute(): Promise<string[]> {
-    return this.releases.removeLeftovers();
+  async execute(): Promise<string[]> {
+    return [...(await this.releases.removeLeftovers()), ...(await this.previews.removeLeftovers())];
   }
 }

@@ -2,21 +2,29 @@ import { inject, injectable } from 'inversify';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { existingProject } from './existing-project.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 
-/** Removes a project's live link and all its releases; a running deploy of it publishes first. */
+/** Removes a project's live link, its previews, all its releases and its deploy keys; a running deploy of it publishes first. */
 @injectable()
 export class DeleteProject {
   constructor(
     @inject(RELEASE_FS) private readonly releases: ReleaseFs,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
+    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
   ) {}
 
   async execute(user: Username, projectName: string): Promise<void> {
     const project = ProjectName.parse(projectName);
     await this.lock.withProject(user, project, async () => {
       await existingProject(this.releases, user, project);
+      // Keys first: should removing the files then fail, no key can deploy it again.
+      await this.keys.removeProject(user, project);
+      // The previews' links before the releases they point to, as the live link is.
+      await this.previews.removeProject(user, project);
       await this.releases.removeProject(user, project);
     });
   }

@@ -1,14 +1,16 @@
 import { inject, injectable } from 'inversify';
 import { UserNotFound } from '../domain/errors.js';
 import { Username } from '../domain/username.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user; with files 'delete' also its live links and releases. The user lock
+ * Deletes a user and its deploy keys; with files 'delete' also its live links, previews and releases. The user lock
  * waits for the user's running deploys to publish, and those still waiting find the
  * user gone, so no deploy writes into a tree that is being removed.
  */
@@ -18,13 +20,20 @@ export class DeleteUser {
     @inject(TOKEN_STORE) private readonly tokens: TokenStore,
     @inject(RELEASE_FS) private readonly releases: ReleaseFs,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
+    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
   ) {}
 
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
     const user = Username.parse(input.username);
     await this.lock.withUser(user, async () => {
+      // Keys first: should removing the user then fail, no key outlives it.
+      await this.keys.removeUser(user);
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
-      if (input.files === 'delete') await this.releases.removeUserFiles(user);
+      if (input.files === 'delete') {
+        await this.previews.removeUser(user);
+        await this.releases.removeUserFiles(user);
+      }
     });
   }
 }

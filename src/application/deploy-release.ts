@@ -1,24 +1,36 @@
 import { inject, injectable } from 'inversify';
-import { ArchiveRejected, DeployAborted, MissingArchive, Unauthorized } from '../domain/errors.js';
+import { ArchiveRejected, DeployAborted, MissingArchive, TooManyPreviews, Unauthorized } from '../domain/errors.js';
+import { mayAddPreview, PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
-import { enforceStorageQuota, keptAfterDeploy, type StoredRelease } from '../domain/storage-quota.js';
-import { Token } from '../domain/token.js';
+import { enforceStorageQuota, keptAfterDeploy, type HeldReleases, type StoredRelease } from '../domain/storage-quota.js';
 import type { Username } from '../domain/username.js';
+import { mayDeploy, NOT_YET_KNOWN, resolveDeployer, type NotYetKnown } from './deployer.js';
 import { PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
-import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface DeployInput {
+  /** The user, or the owner of the deploy key that signed the deploy. */
   readonly user: Username;
-  /** The bearer token `user` was authenticated with; it must still be theirs when the deploy publishes. */
+  /**
+   * The bearer token the deploy was signed with: `user`'s token, or a deploy key of theirs.
+   * It must still be good, and for a key grant this project, when the deploy publishes.
+   */
   readonly token: string;
   /** Settles once the project name is known; it may arrive after the archive. */
   readonly project: Promise<string | undefined>;
+  /**
+   * Settles with the preview's name once it is known, or undefined for a live deploy;
+   * absent, the deploy is live.
+   */
+  readonly preview?: Promise<string | undefined>;
   /** Undefined when the request carried no archive at all. */
   readonly archive: AsyncIterable<Uint8Array> | undefined;
   /** Fires to give the deploy up (shutdown); a deploy already publishing finishes. */
@@ -29,6 +41,8 @@ export interface Deployed {
   readonly user: Username;
   readonly project: ProjectName;
   readonly release: ReleaseId;
+  /** Set for a preview deploy: the live link did not move, this preview's did. */
+  readonly preview?: PreviewName;
   readonly files: number;
   readonly bytes: number;
   readonly compressedBytes: number;
@@ -60,12 +74,24 @@ export class DeployRelease {
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PruneReleases) private readonly prune: PruneReleases,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
+    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
   ) {}
 
   async execute(input: DeployInput): Promise<Deployed> {
-    const project = input.project.then(ProjectName.parse);
+    // A key's grant is checked as soon as the project is known, so a deploy of a project
+    // the key does not cover stops unpacking at once; and again under the lock.
+    const project = input.project.then(ProjectName.parse).then(async (name) => {
+      await this.checkStillAuthorised(input.user, input.token, name, NOT_YET_KNOWN);
+      return name;
+    });
+    // The preview's name is judged after the project's: the client hears of that one first.
+    const target = project.then(async (name) => {
+      const preview = await (input.preview ?? Promise.resolve(undefined));
+      return { project: name, preview: preview === undefined ? undefined : PreviewName.parse(preview) };
+    });
     if (input.archive === undefined) {
-      await project;
+      await target;
       throw new MissingArchive();
     }
 
@@ -73,23 +99,34 @@ export class DeployRelease {
     const giveUp = (): void => stop.abort(new DeployAborted());
     if (input.signal.aborted) giveUp();
     input.signal.addEventListener('abort', giveUp, { once: true });
-    // A bad project name makes the upload pointless: stop unpacking at once.
-    project.catch(giveUp);
+    // A bad project or preview name makes the upload pointless: stop unpacking at once,
+    // and say why rather than that the unpacking stopped.
+    let refused: unknown;
+    target.catch((error: unknown) => {
+      refused = error;
+      giveUp();
+    });
 
     try {
       const started = this.clock.now().getTime();
-      const staged = await this.stageReportingNameFirst(input.archive, project, stop.signal);
-      const name = await project.catch(async (error: unknown) => {
+      const staged = await this.stageReportingNameFirst(input.archive, project, stop.signal).catch((error: unknown) => {
+        throw refused ?? error;
+      });
+      const named = await target.catch(async (error: unknown) => {
         await this.releases.discard(staged);
         throw error;
       });
-      return await this.publish(input.user, input.token, name, staged, this.clock.now().getTime() - started);
+      return await this.publish(input.user, input.token, named, staged, this.clock.now().getTime() - started);
     } finally {
       input.signal.removeEventListener('abort', giveUp);
     }
   }
 
-  /** A bad project name is the client's first mistake, so it is reported before the archive's. */
+  /**
+   * A bad project name is the client's first mistake, so it is reported before the
+   * archive's. Not the preview's: a field that has not come yet may never come before the
+   * client sends the rest, and a deploy given up (shutdown) must not wait for it.
+   */
   private async stageReportingNameFirst(
     archive: AsyncIterable<Uint8Array>,
     project: Promise<ProjectName>,
@@ -105,7 +142,13 @@ export class DeployRelease {
     }
   }
 
-  private async publish(user: Username, token: string, project: ProjectName, staged: StagedRelease, stage: number): Promise<Deployed> {
+  private async publish(
+    user: Username,
+    token: string,
+    { project, preview }: { project: ProjectName; preview: PreviewName | undefined },
+    staged: StagedRelease,
+    stage: number,
+  ): Promise<Deployed> {
     let committed: ReleaseId | undefined;
     let live = false;
     const ms = () => this.clock.now().getTime();
@@ -116,12 +159,20 @@ export class DeployRelease {
         // Only with a quota do the user's projects publish one at a time: without one
         // nothing reads another project's releases, so they need not wait for each other.
         if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
-        await this.checkStillSignedIn(user, token);
+        await this.checkStillAuthorised(user, token, project, preview);
+        const previews = await this.prune.livePreviews(user, project);
+        const { max } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
+        if (preview !== undefined && !mayAddPreview(previews.map((p) => p.name), preview, max)) throw new TooManyPreviews(max);
         const release = ReleaseId.next(this.clock.now(), await this.releases.releases(user, project));
-        await this.enforceQuota(user, project, release, staged.bytes);
+        const others = previews.filter((p) => p.name !== preview).map((p) => p.release);
+        const heldAfter: HeldReleases =
+          preview === undefined ? { live: release, pinned: others } : { live: await this.releases.liveRelease(user, project), pinned: [...others, release] };
+        await this.enforceQuota(user, project, release, staged.bytes, heldAfter);
         await this.releases.commit(staged, user, project, release);
         committed = release;
-        await this.releases.activate(user, project, release);
+        // A preview's release goes live at its own address; the live link does not move.
+        if (preview === undefined) await this.releases.activate(user, project, release);
+        else await this.previews.link(user, project, preview, release);
         live = true;
         const swapped = ms();
         // The site is live now: a record that cannot be written is reported, not a failed deploy.
@@ -135,6 +186,7 @@ export class DeployRelease {
           user,
           project,
           release,
+          ...(preview === undefined ? {} : { preview }),
           files: staged.files,
           bytes: staged.bytes,
           compressedBytes: staged.compressedBytes,
@@ -153,18 +205,19 @@ export class DeployRelease {
 
   /**
    * The deploy was signed in before its upload; since then its token may have been
-   * rerolled, or its user deleted (and perhaps created again with a new token).
+   * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
+   * with a new token). A key must also grant this project.
    */
-  private async checkStillSignedIn(user: Username, presented: string): Promise<void> {
-    const token = Token.fromString(presented);
-    if (token === undefined || (await this.tokens.findUser(token)) !== user) throw new Unauthorized();
+  private async checkStillAuthorised(user: Username, token: string, project: ProjectName, preview: PreviewName | undefined | NotYetKnown): Promise<void> {
+    const deployer = await resolveDeployer(this.tokens, this.keys, this.clock.now(), token);
+    if (deployer === undefined || deployer.user !== user || !mayDeploy(deployer, project, preview)) throw new Unauthorized();
   }
 
   /**
    * Refuses the deploy when the user's releases kept after it (its own pruning done)
    * would hold more than the quota. The caller holds the user's storage lock.
    */
-  private async enforceQuota(user: Username, project: ProjectName, release: ReleaseId, bytes: number): Promise<void> {
+  private async enforceQuota(user: Username, project: ProjectName, release: ReleaseId, bytes: number, held: HeldReleases): Promise<void> {
     const limit = this.settings.userMaxBytes;
     if (limit === undefined) return;
     const projects = await this.releases.projects(user);
@@ -172,7 +225,7 @@ export class DeployRelease {
       projects.map(async (p) => (await this.releases.releases(user, p)).map((id) => ({ project: p, release: id }))),
     );
     const isNew = (r: StoredRelease) => r.project === project && r.release === release;
-    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep).filter((r) => !isNew(r));
+    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep, held).filter((r) => !isNew(r));
     const records = await Promise.all([...new Set(earlier.map((r) => r.project))].map((p) => this.records.forProject(user, p)));
     const recorded = new Map(records.flat().map((r) => [`${r.project}/${r.release}`, r.bytes]));
     const sizes = await Promise.all(

@@ -1,23 +1,52 @@
 import { inject, injectable } from 'inversify';
+import { PreviewNotFound } from '../domain/errors.js';
+import { isPreviewExpired, type Preview, type PreviewName } from '../domain/preview.js';
 import type { ProjectName } from '../domain/project-name.js';
 import type { ReleaseId } from '../domain/release-id.js';
 import { releasesToPrune } from '../domain/retention.js';
 import type { Username } from '../domain/username.js';
-import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { CLOCK, type Clock } from './ports/clock.js';
+import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 
-/** Removes the oldest releases beyond the retention limit. The caller holds the project lock. */
+/**
+ * Retention, for a project whose lock the caller holds: previews past their time lose
+ * their links, then the oldest releases beyond the limit go, never the live one nor one
+ * a preview still points to.
+ */
 @injectable()
 export class PruneReleases {
   constructor(
     @inject(RELEASE_FS) private readonly releases: ReleaseFs,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
+    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async execute(user: Username, project: ProjectName): Promise<ReleaseId[]> {
-    const [all, live] = await Promise.all([this.releases.releases(user, project), this.releases.liveRelease(user, project)]);
-    const doomed = releasesToPrune(all, live, this.settings.releasesKeep);
+    const [all, live, previews] = await Promise.all([this.releases.releases(user, project), this.releases.liveRelease(user, project), this.livePreviews(user, project)]);
+    const doomed = releasesToPrune(all, live, this.settings.releasesKeep, previews.map((p) => p.release));
     for (const id of doomed) await this.releases.removeRelease(user, project, id);
     return doomed;
+  }
+
+  /** A preview still in its time, or PreviewNotFound. */
+  async preview(user: Username, project: ProjectName, name: PreviewName): Promise<Preview> {
+    const found = (await this.livePreviews(user, project)).find((p) => p.name === name);
+    if (found === undefined) throw new PreviewNotFound();
+    return found;
+  }
+
+  /** The project's previews still in their time; the links of the others are removed. */
+  async livePreviews(user: Username, project: ProjectName): Promise<Preview[]> {
+    const { ttlSeconds } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
+    const now = this.clock.now();
+    const kept: Preview[] = [];
+    for (const preview of await this.previews.list(user, project)) {
+      if (isPreviewExpired(preview, ttlSeconds, now)) await this.previews.unlink(user, project, preview.name);
+      else kept.push(preview);
+    }
+    return kept;
   }
 }

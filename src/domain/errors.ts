@@ -101,3 +101,54 @@ export class NothingToRollBackTo extends DomainError {
     super('no release older than the live one');
   }
 }
+
+/** A deploy key's name is empty, too long, or holds control characters. */
+export class InvalidKeyName extends DomainError {
+  readonly code = 'invalid_key_name';
+  constructor() {
+    super('key name must be 1 to 64 characters, none of them control characters');
+  }
+}
+
+export class InvalidKeyScope extends DomainError {
+  readonly code = 'invalid_key_scope';
+  constructor() {
+    super("scope must be 'deploy' or 'preview'");
+  }
+}
+
+export class InvalidKeyExpiry extends DomainError {
+  readonly code = 'invalid_key_expiry';
+  constructor(readonly maxDays: number) {
+    super(`expiresInDays must be a whole number from 1 to ${maxDays}`);
+  }
+}
+
+export class DeployKeyNotFound extends DomainError {
+  readonly code = 'deploy_key_not_found';
+  constructor() {
+    super('key not found');
+  }
+}
+
+export class InvalidPreviewName extends DomainError {
+  readonly code = 'invalid_preview_name';
+  constructor() {
+    super('preview name does not match the required pattern');
+  }
+}
+
+export class PreviewNotFound extends DomainError {
+  readonly code = 'preview_not_found';
+  constructor() {
+    super('preview not found');
+  }
+}
+
+/** A deploy of a new preview when the project already has PREVIEWS_MAX of them. */
+export class TooManyPreviews extends DomainError {
+  readonly code = 'too_many_previews';
+  constructor(readonly max: number) {
+    super(`the project has ${max} previews, the most it may have`);
+  }
+}

@@ -8,17 +8,30 @@ export interface StoredRelease {
   readonly release: ReleaseId;
 }
 
+/** What retention will hold in the deployed project once the deploy is in place. */
+export interface HeldReleases {
+  /** The live release after the deploy: the new one, unless it is a preview's. */
+  readonly live: ReleaseId | undefined;
+  /** The releases previews point to after the deploy (a preview deploy's own among them). */
+  readonly pinned: readonly ReleaseId[];
+}
+
 /**
- * The user's releases still on disk once `deployed` is live and its project pruned to
+ * The user's releases still on disk once `deployed` is in place and its project pruned to
  * `keep`: the newest of that project, `deployed` among them, and every release of the
  * user's other projects (this deploy prunes none of them). Only these are worth measuring.
+ * By default the new release goes live and no preview holds any.
  */
-export function keptAfterDeploy(stored: readonly StoredRelease[], deployed: StoredRelease, keep: number): StoredRelease[] {
+export function keptAfterDeploy(
+  stored: readonly StoredRelease[],
+  deployed: StoredRelease,
+  keep: number,
+  held: HeldReleases = { live: deployed.release, pinned: [] },
+): StoredRelease[] {
   const sameProject = (r: StoredRelease) => r.project === deployed.project;
   const others = stored.filter((r) => !sameProject(r));
   const siblings = stored.filter((r) => sameProject(r) && r.release !== deployed.release).map((r) => r.release);
-  // The new release is live when pruning runs, so it is the one retention never removes.
-  const doomed = new Set(releasesToPrune([...siblings, deployed.release], deployed.release, keep));
+  const doomed = new Set(releasesToPrune([...siblings, deployed.release], held.live, keep, held.pinned));
   const kept = siblings.filter((id) => !doomed.has(id)).map((release) => ({ project: deployed.project, release }));
   return [...others, ...kept, deployed];
 }

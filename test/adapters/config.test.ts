@@ -15,7 +15,11 @@ describe('loadConfig', () => {
       dataDir: resolve('var'),
       docsRoot: resolve('var/docs'),
       deploysRoot: resolve('var/deploys'),
+      previewsRoot: resolve('var/previews'),
       publicBase: 'http://localhost:8081',
+      previewBase: 'http://localhost:8081/_previews',
+      previewTtlSeconds: 604_800,
+      previewsMax: 20,
       databaseUrl: `sqlite:${resolve('var/sitedrop.db')}`,
       databasePoolMax: 10,
       maxUploadBytes: 104_857_600,
@@ -31,6 +35,15 @@ describe('loadConfig', () => {
       deploysMaxQueued: 64,
       uploadIdleSeconds: 30,
     });
+  });
+
+  it('reads the preview settings; PREVIEW_BASE follows PUBLIC_BASE unless set', () => {
+    const c = loadConfig({ PUBLIC_BASE: 'https://sites.example.com/', PREVIEWS_ROOT: '/srv/previews', PREVIEW_TTL_SECONDS: '3600', PREVIEWS_MAX: '3' });
+    expect([c.previewsRoot, c.previewBase, c.previewTtlSeconds, c.previewsMax]).toEqual(['/srv/previews', 'https://sites.example.com/_previews', 3600, 3]);
+    expect(loadConfig({ PREVIEW_BASE: 'https://previews.example.com/' }).previewBase).toBe('https://previews.example.com');
+    expect(() => loadConfig({ PREVIEW_BASE: 'ftp://x' })).toThrow(/^PREVIEW_BASE must be an absolute http\(s\) URL/);
+    expect(() => loadConfig({ PREVIEW_TTL_SECONDS: '0' })).toThrow(/^PREVIEW_TTL_SECONDS must be a whole number from 1/);
+    expect(() => loadConfig({ PREVIEWS_MAX: '0' })).toThrow(/^PREVIEWS_MAX must be a whole number from 1 to 10000/);
   });
 
   it('reads the deploy queue and the upload idle time; 0 queues nothing, 0 never times out', () => {
@@ -91,6 +104,10 @@ describe('loadConfig', () => {
       ['DATA_DIR (the admin token) under DOCS_ROOT', { DATA_DIR: at('docs/data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys') }, /^DATA_DIR must be outside DOCS_ROOT/],
       ['DATA_DIR equal to DEPLOYS_ROOT', { DATA_DIR: at('deploys'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys') }, /^DATA_DIR must be outside DEPLOYS_ROOT/],
       ['the SQLite file in DOCS_ROOT', { DATA_DIR: at('data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), DATABASE_URL: `sqlite:${at('docs/sitedrop.db')}` }, /^DATABASE_URL must be outside DOCS_ROOT/],
+      ['PREVIEWS_ROOT under DOCS_ROOT (a preview served at a live address)', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('docs/_previews') }, /^DOCS_ROOT must be apart from PREVIEWS_ROOT/],
+      ['PREVIEWS_ROOT equal to DEPLOYS_ROOT', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('deploys') }, /^DEPLOYS_ROOT must be apart from PREVIEWS_ROOT/],
+      ['DOCS_ROOT under PREVIEWS_ROOT', { DOCS_ROOT: at('previews/docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('previews') }, /^DOCS_ROOT must be apart from PREVIEWS_ROOT/],
+      ['DATA_DIR under PREVIEWS_ROOT', { DATA_DIR: at('previews/data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('previews') }, /^DATA_DIR must be outside PREVIEWS_ROOT/],
     ])('refuses %s, naming both variables', (_name, env, message) => {
       expect(() => loadConfig(env)).toThrow(message);
     });

@@ -7,7 +7,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 const ALICE_TOKEN = 'A'.repeat(32);
@@ -19,10 +19,12 @@ async function world(keep = 3, userMaxBytes?: number) {
   const clock = new FixedClock();
   const settings = { releasesKeep: keep, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, ...(userMaxBytes === undefined ? {} : { userMaxBytes }) };
   const records = new InMemoryDeployRecords();
-  const deploy = new DeployRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings), records);
+  const keys = new InMemoryDeployKeyStore();
+  const previews = new InMemoryPreviewLinks(clock);
+  const deploy = new DeployRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews);
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
-  return { tokens, releases, clock, run, deploy, records };
+  return { tokens, releases, clock, run, deploy, records, keys, previews };
 }
 
 describe('DeployRelease', () => {

@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
+import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
+import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
+import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
 import type { ReleaseFs, StagedRelease } from '../../src/application/ports/release-fs.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
@@ -149,6 +153,83 @@ export class InMemoryDeployRecords implements DeployRecords {
 
   async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
     return this.entries.filter((e) => e.user === user && e.project === project).sort((a, b) => b.release.localeCompare(a.release));
+  }
+}
+
+export class InMemoryDeployKeyStore implements DeployKeyStore {
+  readonly keys = new Map<string, { key: DeployKey; token: Token }>();
+
+  async add(key: NewDeployKey, token: Token): Promise<string> {
+    const id = randomUUID();
+    this.keys.set(id, { key: { ...key, id, lastUsedAt: undefined }, token });
+    return id;
+  }
+
+  async findByToken(token: Token): Promise<DeployKey | undefined> {
+    return [...this.keys.values()].find((k) => k.token === token)?.key;
+  }
+
+  async list(user: Username, project: ProjectName): Promise<DeployKey[]> {
+    const of = [...this.keys.values()].map((k) => k.key).filter((k) => k.user === user && k.project === project);
+    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+  }
+
+  async remove(user: Username, project: ProjectName, id: string): Promise<boolean> {
+    const found = this.keys.get(id)?.key;
+    return found !== undefined && found.user === user && found.project === project && this.keys.delete(id);
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    for (const { key } of [...this.keys.values()]) if (key.user === user && key.project === project) this.keys.delete(key.id);
+  }
+
+  async removeUser(user: Username): Promise<void> {
+    for (const { key } of [...this.keys.values()]) if (key.user === user) this.keys.delete(key.id);
+  }
+
+  async touch(id: string, at: Date): Promise<void> {
+    const entry = this.keys.get(id);
+    if (entry) entry.key = { ...entry.key, lastUsedAt: at };
+  }
+}
+
+/** Preview links in memory; a link is stamped with the clock's time, as a file's mtime would be. */
+export class InMemoryPreviewLinks implements PreviewLinks {
+  readonly links = new Map<string, Map<PreviewName, Preview>>();
+
+  constructor(private readonly clock: Clock = { now: () => new Date() }) {}
+
+  async link(user: Username, project: ProjectName, name: PreviewName, release: ReleaseId): Promise<void> {
+    const key = `${user}/${project}`;
+    this.links.set(key, (this.links.get(key) ?? new Map()).set(name, { name, release, linkedAt: this.clock.now() }));
+  }
+
+  async list(user: Username, project: ProjectName): Promise<Preview[]> {
+    return [...(this.links.get(`${user}/${project}`)?.values() ?? [])].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async unlink(user: Username, project: ProjectName, name: PreviewName): Promise<boolean> {
+    return this.links.get(`${user}/${project}`)?.delete(name) ?? false;
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    this.links.delete(`${user}/${project}`);
+  }
+
+  async removeUser(user: Username): Promise<void> {
+    for (const key of [...this.links.keys()]) if (key.startsWith(`${user}/`)) this.links.delete(key);
+  }
+
+  async projectsWithPreviews(): Promise<{ user: Username; project: ProjectName }[]> {
+    return [...this.links.entries()]
+      .filter(([, previews]) => previews.size > 0)
+      .map(([key]) => key.split('/') as [Username, ProjectName])
+      .map(([user, project]) => ({ user, project }))
+      .sort((a, b) => `${a.user}/${a.project}`.localeCompare(`${b.user}/${b.project}`));
+  }
+
+  async removeLeftovers(): Promise<string[]> {
+    return [];
   }
 }
 

@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -22,8 +22,10 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const lock = new InProcessDeployLock();
   const clock = new FixedClock();
+  const keys = new InMemoryDeployKeyStore();
+  const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deployer = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings), records);
+  const deployer = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews);
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;
@@ -35,7 +37,7 @@ async function world() {
     listProjects: new ListProjects(releases),
     listReleases: new ListReleases(releases, records),
     rollback: new RollbackRelease(releases, lock),
-    deleteProject: new DeleteProject(releases, lock),
+    deleteProject: new DeleteProject(releases, lock, keys, previews),
     listUsers: new ListUsers(tokens, releases),
   };
 }

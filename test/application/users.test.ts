@@ -7,7 +7,7 @@ import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/er
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();
@@ -18,7 +18,7 @@ function world() {
     releases,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks()),
     authenticate: new AuthenticateUser(tokens),
   };
 }

@@ -125,6 +125,58 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     expect(await sitedrop(['admin', 'users'], { SITEDROP_ADMIN_TOKEN: 'x'.repeat(40) })).toMatchObject({ code: 1, stderr: 'sitedrop: invalid admin token\n' });
   });
 
+  it('makes, lists and revokes deploy keys; a key deploys its project and nothing else', async () => {
+    const made = await sitedrop(['keys', 'create', 'keyed', '--name', 'GitHub Actions', '--scope', 'deploy', '--expires-in-days', '30'], as(token));
+    expect(made.code).toBe(0);
+    expect(made.stdout).toMatch(/^[A-Za-z0-9]{32}\n$/);
+    const key = made.stdout.trim();
+    const id = /^key (\S+) can deploy keyed \(deploy\); its token is shown this once\n$/.exec(made.stderr)?.[1];
+    expect(id).toBeDefined();
+    const preview = JSON.parse((await sitedrop(['keys', 'create', 'keyed', '--name', 'pr', '--scope', 'preview', '--json'], as(token))).stdout);
+    expect(preview).toEqual({ status: 'ok', id: expect.any(String), token: expect.stringMatching(/^[A-Za-z0-9]{32}$/) });
+
+    const listed = await sitedrop(['keys', 'list', 'keyed'], as(token));
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.split('\n').filter(Boolean);
+    expect(lines[0]).toMatch(new RegExp(`^${id}  deploy   expires \\d{4}-\\d\\d-\\d\\dT\\S+Z  last used never  GitHub Actions$`));
+    expect(lines[1]).toBe(`${preview.id}  preview  expires never  last used never  pr`);
+    expect(listed.stdout).not.toContain(key);
+
+    const archive = join(work, 'keyed.tgz');
+    await writeFile(archive, tgz([file('index.html', 'by a key')]));
+    const deployed = await sitedrop(['deploy', archive, '--project', 'keyed'], as(key));
+    expect(deployed.stdout).toMatch(/^deployed keyed: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/clia\/keyed\/\n$/);
+    expect(await readFile(join(h.docsRoot, 'clia/keyed/index.html'), 'utf8')).toBe('by a key');
+    expect(await sitedrop(['deploy', archive, '--project', 'elsewhere'], as(key))).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+    expect(await sitedrop(['keys', 'list', 'keyed'], as(key))).toMatchObject({ code: 1, stderr: 'sitedrop: unauthorized\n' });
+    expect((await sitedrop(['keys', 'list', 'keyed'], as(token))).stdout).toMatch(/last used \d{4}-/);
+
+    expect(await sitedrop(['keys', 'revoke', 'keyed', id!], as(token))).toMatchObject({ code: 0, stdout: `revoked ${id}\n` });
+    expect(await sitedrop(['keys', 'revoke', 'keyed', id!], as(token))).toMatchObject({ code: 1, stderr: 'sitedrop: key not found\n' });
+    expect(await sitedrop(['deploy', archive, '--project', 'keyed'], as(key))).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+    expect(await sitedrop(['keys', 'create', 'keyed', '--name', 'x', '--scope', 'root'], as(token))).toMatchObject({ code: 1, stderr: "sitedrop: scope must be 'deploy' or 'preview'\n" });
+    expect((await sitedrop(['keys', 'create', 'keyed', '--name', 'x', '--scope', 'deploy', '--expires-in-days', 'soon'], as(token))).code).toBe(2);
+    expect((await sitedrop(['keys', 'create', 'keyed', '--scope', 'deploy'], as(token))).code).toBe(2);
+  });
+
+  it('deploys a preview, lists previews, promotes one and deletes one', async () => {
+    const archive = join(work, 'preview.tgz');
+    await writeFile(archive, tgz([file('index.html', 'live')]));
+    expect((await sitedrop(['deploy', archive, '--project', 'previewed'], as(token))).code).toBe(0);
+    await writeFile(archive, tgz([file('index.html', 'pull request 7')]));
+    const deployed = await sitedrop(['deploy', archive, '--project', 'previewed', '--preview', 'pr-7'], as(token));
+    expect(deployed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed previewed preview pr-7: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/clia\/previewed\/pr-7\/\n$/) });
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('live');
+    const listed = await sitedrop(['previews', 'previewed'], as(token));
+    expect(listed.stdout).toMatch(/^pr-7 {2}\d{8}T\d{6} {2}expires \S+Z {2}https:\/\/sites\.example\.test\/_previews\/clia\/previewed\/pr-7\/\n$/);
+    const promoted = await sitedrop(['promote', 'previewed', 'pr-7'], as(token));
+    expect(promoted).toMatchObject({ code: 0, stdout: expect.stringMatching(/^previewed is live on \d{8}T\d{6} \(was \d{8}T\d{6}\)\n$/) });
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('pull request 7');
+    expect(await sitedrop(['delete-preview', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 0, stdout: 'deleted preview pr-7 of previewed\n' });
+    expect(await sitedrop(['promote', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 1, stderr: 'sitedrop: preview not found\n' });
+    expect((await sitedrop(['previews', 'previewed'], as(token))).stdout).toBe('');
+  });
+
   it('shows a progress bar (bytes sent, rate) on a terminal', async () => {
     const archive = join(work, 'tty.tgz');
     await writeFile(archive, tgz([file('index.html', 'tty')]));
@@ -146,7 +198,7 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     expect((await sitedrop(['frobnicate'], as(token))).code).toBe(2);
     expect(await sitedrop(['projects'])).toMatchObject({ code: 2, stderr: 'sitedrop: no token: pass --token or set SITEDROP_TOKEN\n' });
     expect((await sitedrop(['deploy', join(work, 'missing'), '--project', 'x'], as(token))).code).toBe(2);
-    for (const command of [[], ['deploy'], ['projects'], ['releases'], ['rollback'], ['delete-project'], ['admin'], ['admin', 'create-user'], ['admin', 'delete-user']]) {
+    for (const command of [[], ['deploy'], ['projects'], ['releases'], ['rollback'], ['delete-project'], ['admin'], ['admin', 'create-user'], ['admin', 'delete-user'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke'], ['previews'], ['promote'], ['delete-preview']]) {
       const help = await sitedrop([...command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/^Usage: sitedrop/);

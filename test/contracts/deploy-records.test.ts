@@ -1,15 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DeployRecords } from '../../src/application/ports/deploy-records.js';
-import { openDatabase } from '../../src/adapters/db/database.js';
 import { KyselyDeployRecords } from '../../src/adapters/db/kysely-deploy-records.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { InMemoryDeployRecords } from '../application/fakes.js';
-import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
+import { PG_URL } from '../support/postgres.js';
 
 const entry = (release: string, bytes = 5_000_000_000) => ({
   user: 'alice' as Username,
@@ -53,27 +50,13 @@ function deployRecordsContract(name: string, open: () => Promise<{ records: Depl
 deployRecordsContract('in-memory fake', async () => ({ records: new InMemoryDeployRecords(), close: async () => undefined }));
 
 deployRecordsContract('sqlite file', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'sitedrop-records-'));
-  const db = await openDatabase(`sqlite:${join(dir, 'sitedrop.db')}`);
-  return {
-    records: new KyselyDeployRecords(db),
-    close: async () => {
-      await db.destroy();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+  const { db, close } = await sqliteDatabase();
+  return { records: new KyselyDeployRecords(db), close };
 });
 
 if (PG_URL) {
   deployRecordsContract('postgresql server', async () => {
-    const database = await freshPostgresDatabase();
-    const db = await openDatabase(database.url);
-    return {
-      records: new KyselyDeployRecords(db),
-      close: async () => {
-        await db.destroy();
-        await database.drop();
-      },
-    };
+    const { db, close } = await postgresDatabase();
+    return { records: new KyselyDeployRecords(db), close };
   });
 }

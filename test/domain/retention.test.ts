@@ -33,6 +33,23 @@ describe('retention', () => {
     );
   });
 
+  it('never prunes a release a preview points to, and counts only the others towards keep', () => {
+    fc.assert(
+      fc.property(ids.filter((r) => r.length > 0), fc.array(fc.nat()), fc.nat(), fc.integer({ min: 1, max: 10 }), (releases, picks, pick, keep) => {
+        const live = releases[pick % releases.length]!;
+        const pinned = picks.map((p) => releases[p % releases.length]!);
+        const pruned = releasesToPrune(releases, live, keep, pinned);
+        for (const id of [live, ...pinned]) expect(pruned).not.toContain(id);
+        const held = new Set(pinned.filter((id) => id !== live));
+        const counted = releases.filter((id) => !held.has(id));
+        expect(counted.length - pruned.length).toBe(Math.min(counted.length, keep));
+        // Of the counted, the oldest go first (the live one aside).
+        const keptCounted = counted.filter((id) => !pruned.includes(id) && id !== live).sort();
+        for (const id of pruned) for (const kept of keptCounted) expect(id < kept).toBe(true);
+      }),
+    );
+  });
+
   it('prunes oldest first and refuses a keep below 1', () => {
     const r = ['20260101T000001', '20260101T000002', '20260101T000003'] as ReleaseId[];
     expect(releasesToPrune(r, r[2], 1)).toEqual([r[0], r[1]]);

@@ -80,4 +80,15 @@ describe('storage quota', () => {
     const stored = [1, 2, 3].map((s) => ({ project: p, release: id(s) }));
     expect(keptAfterDeploy(stored, { project: p, release: id(4) }, 3).map((r) => r.release)).toEqual([id(2), id(3), id(4)]);
   });
+
+  it("counts the releases previews hold besides the kept ones, and a preview deploy leaves the live one live", () => {
+    const p = 'site' as ProjectName;
+    const stored = [1, 2, 3, 4].map((s) => ({ project: p, release: id(s) }));
+    // A live deploy: release 1 is a preview's, so it stays though it is the oldest.
+    const live = keptAfterDeploy(stored, { project: p, release: id(5) }, 2, { live: id(5), pinned: [id(1)] });
+    expect(live.map((r) => r.release).sort()).toEqual([id(1), id(4), id(5)]);
+    // A preview deploy: the live release 2 stays live and counts; the new one is held by its preview.
+    const preview = keptAfterDeploy(stored, { project: p, release: id(5) }, 2, { live: id(2), pinned: [id(5)] });
+    expect(preview.map((r) => r.release).sort()).toEqual([id(2), id(4), id(5)]);
+  });
 });

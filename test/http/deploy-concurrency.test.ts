@@ -6,7 +6,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AuthenticateUser } from '../../src/application/authenticate-user.js';
+import { AuthenticateDeployer } from '../../src/application/authenticate-deployer.js';
 import { DeployRelease } from '../../src/application/deploy-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import type { StagedRelease } from '../../src/application/ports/release-fs.js';
@@ -20,7 +20,7 @@ import { SilentLogger } from '../../src/adapters/log/logger.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from '../application/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from '../application/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowUpload, until, type SlowUpload } from '../support/slow-upload.js';
@@ -293,11 +293,13 @@ describe('the idle limit counts only the time the service is asking for bytes (r
     const tokens = new InMemoryTokenStore();
     await tokens.save('slow' as Username, token as Token);
     const releases = new SlowDiskReleaseFs(2500);
+    const keys = new InMemoryDeployKeyStore();
+    const previews = new InMemoryPreviewLinks();
     const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100 * 1024 * 1024 } };
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1 },
-      authenticate: new AuthenticateUser(tokens),
-      deploy: new DeployRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings), new InMemoryDeployRecords()),
+      authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
+      deploy: new DeployRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock()), new InMemoryDeployRecords(), keys, previews),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harn
 const document = loadOpenApiDocument();
 
 describe('docs/openapi.yaml', () => {
-  it('is a valid OpenAPI 3.1 document, version 1.0.0, with both bearer schemes', async () => {
+  it('is a valid OpenAPI 3.1 document, version 1.0.0, with its three bearer schemes', async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(document));
     expect(result.errors ?? []).toEqual([]);
@@ -19,6 +19,7 @@ describe('docs/openapi.yaml', () => {
     expect(schemes).toEqual({
       AdminAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
       UserAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      DeployKeyAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
     });
   });
 
@@ -126,29 +127,31 @@ describe('GET /api/v1/openapi.json', () => {
   it('asks each operation for the token its security declares, and no other', async () => {
     const paths = document.paths as Record<string, Record<string, { security?: Record<string, unknown>[] }>>;
     const userToken = await h.createUser('contract');
-    const unauthorized = { AdminAuth: 'invalid admin token', UserAuth: 'unauthorized' } as const;
+    const unauthorized = { AdminAuth: 'invalid admin token', UserAuth: 'unauthorized', DeployKeyAuth: 'unauthorized' } as const;
     let checked = 0;
     for (const [template, item] of Object.entries(paths)) {
       for (const [method, operation] of Object.entries(item)) {
         if (method === 'parameters') continue;
-        const path = template.replace('{project}', 'site');
+        const path = template.replace('{project}', 'site').replace('{id}', 'some-key').replace('{name}', 'pr-1');
         const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement)) as (keyof typeof unauthorized)[];
         if (schemes.length === 0) {
           expect((await h.call(method.toUpperCase(), path)).status, `${method} ${path} without a token`).toBe(200);
         } else {
-          expect(schemes).toHaveLength(1);
-          const scheme = schemes[0]!;
+          // Several schemes (a user token or a deploy key) must be refused alike.
+          const refusal = new Set(schemes.map((scheme) => unauthorized[scheme]));
+          expect(refusal.size).toBe(1);
+          const admin = schemes.includes('AdminAuth');
           // The other scheme's token is as good as none.
-          const wrong = scheme === 'AdminAuth' ? userToken : ADMIN_TOKEN;
+          const wrong = admin ? userToken : ADMIN_TOKEN;
           for (const token of [undefined, wrong]) {
             const reply = await h.call(method.toUpperCase(), path, { token });
-            expect(reply, `${method} ${path} with ${token === undefined ? 'no token' : 'the wrong one'}`).toMatchObject({ status: 401, body: { error: unauthorized[scheme] } });
+            expect(reply, `${method} ${path} with ${token === undefined ? 'no token' : 'the wrong one'}`).toMatchObject({ status: 401, body: { error: [...refusal][0] } });
           }
         }
         checked++;
       }
     }
-    expect(checked).toBe(12);
+    expect(checked).toBe(19);
   });
 
 });
@@ -167,6 +170,6 @@ describe('the document and the routes', () => {
       .map(([path, item]) => `${Object.keys(item).filter((k) => k !== 'parameters').sort().join(',')} ${path}`)
       .sort();
     expect(served).toEqual(documented);
-    expect(documented).toHaveLength(11);
+    expect(documented).toHaveLength(17);
   });
 });

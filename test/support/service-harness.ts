@@ -12,9 +12,10 @@ export interface Harness {
   readonly root: string;
   readonly docsRoot: string;
   readonly deploysRoot: string;
+  readonly previewsRoot: string;
   readonly service: RunningService;
   createUser(username: string): Promise<string>;
-  deploy(token: string, project: string | undefined, archive: Buffer | undefined, options?: { fileFirst?: boolean }): Promise<Reply>;
+  deploy(token: string, project: string | undefined, archive: Buffer | undefined, options?: { fileFirst?: boolean; preview?: string }): Promise<Reply>;
   call(method: string, path: string, options?: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> }): Promise<Reply>;
   /** Waits until background deletions have emptied DEPLOYS_ROOT/.trash. */
   trashEmptied(): Promise<void>;
@@ -43,7 +44,9 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     }
     const response = await fetch(`${service.url}${path}`, { method, headers, body });
     const text = await response.text();
-    return { status: response.status, body: text === '' ? {} : JSON.parse(text), headers: response.headers };
+    // The few answers that are not JSON (metrics, the CLI) keep their text.
+    const json = response.headers.get('content-type')?.startsWith('application/json') ?? false;
+    return { status: response.status, body: text === '' ? {} : json ? JSON.parse(text) : { text }, headers: response.headers };
   };
 
   return {
@@ -51,6 +54,7 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     root,
     docsRoot: config.docsRoot,
     deploysRoot: config.deploysRoot,
+    previewsRoot: config.previewsRoot,
     service,
     call,
     async createUser(username) {
@@ -60,7 +64,10 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     },
     async deploy(token, project, archive, options = {}) {
       const form = new FormData();
-      const addProject = () => project !== undefined && form.append('project', project);
+      const addProject = () => {
+        if (project !== undefined) form.append('project', project);
+        if (options.preview !== undefined) form.append('preview', options.preview);
+      };
       const addFile = () => archive !== undefined && form.append('file', new Blob([archive]), 'site.tar.gz');
       if (options.fileFirst) {
         addFile();

@@ -36,10 +36,13 @@ export class ApiClient {
   }
 
   /** Streams a multipart deploy (chunked: the archive's size is not known while it is packed). */
-  deploy(project: string, archive: Readable, onBytes: (sent: number) => void): Promise<Json> {
+  deploy(target: { project: string; preview?: string }, archive: Readable, onBytes: (sent: number) => void): Promise<Json> {
     const boundary = `sitedrop${Math.random().toString(16).slice(2)}`;
+    const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    // The names before the file: the server judges them before it unpacks a byte.
     const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
+      field('project', target.project) +
+        (target.preview === undefined ? '' : field('preview', target.preview)) +
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n`,
     );
     const url = new URL('/api/v1/deploy', this.server);

@@ -44,7 +44,7 @@ function progress(): { update(sent: number): void; stop(sent: number, ms: number
   return { update: () => undefined, stop: (sent, ms) => err(`sent ${megabytes(sent)} in ${(ms / 1000).toFixed(1)} s`) };
 }
 
-async function deploy(path: string, options: { project: string; json?: boolean }, command: Command): Promise<void> {
+async function deploy(path: string, options: { project: string; preview?: string; json?: boolean }, command: Command): Promise<void> {
   const api = client(command, 'SITEDROP_TOKEN');
   const info = await stat(path).catch(() => {
     throw new UsageError(`${path} does not exist`);
@@ -62,11 +62,12 @@ async function deploy(path: string, options: { project: string; json?: boolean }
   const bar = progress();
   const started = Date.now();
   let sent = 0;
-  const result = await api.deploy(options.project, archive, (n) => bar.update((sent = n)));
+  const target = { project: options.project, ...(options.preview === undefined ? {} : { preview: options.preview }) };
+  const result = await api.deploy(target, archive, (n) => bar.update((sent = n)));
   bar.stop(sent, Date.now() - started);
   if (options.json) out(JSON.stringify(result));
   else {
-    out(`deployed ${String(result.project)}: release ${String(result.release)}`);
+    out(`deployed ${String(result.project)}${result.preview === undefined ? '' : ` preview ${String(result.preview)}`}: release ${String(result.release)}`);
     out(String(result.url));
   }
 }
@@ -80,7 +81,7 @@ export function program(): Command {
   const cli = new Command('sitedrop')
     .description('Publish static sites to a sitedrop server.')
     .option('--server <url>', 'the sitedrop server (or SITEDROP_URL)', process.env.SITEDROP_URL ?? 'http://localhost:8080')
-    .option('--token <token>', 'your token (or SITEDROP_TOKEN; for admin commands SITEDROP_ADMIN_TOKEN)')
+    .option('--token <token>', 'your token, or a deploy key to deploy (or SITEDROP_TOKEN; for admin commands SITEDROP_ADMIN_TOKEN)')
     .exitOverride()
     .showHelpAfterError();
 
@@ -88,6 +89,7 @@ export function program(): Command {
     .command('deploy <folder-or-tarball>')
     .description('deploy a folder (its contents become the site root) or a .tar.gz')
     .requiredOption('--project <name>', 'the project to deploy to')
+    .option('--preview <name>', 'deploy a preview of this name (e.g. pr-42) at its own address; the live site does not change')
     .option('--json', "print the server's response")
     .action(deploy);
 
@@ -125,11 +127,79 @@ export function program(): Command {
     });
 
   cli
+    .command('previews <project>')
+    .description("list a project's previews")
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/previews`);
+      print(options.json, result, () =>
+        (result.previews as Json[]).map((p) => `${String(p.name)}  ${String(p.release)}  expires ${String(p.expiresAt)}  ${String(p.url)}`),
+      );
+    });
+
+  cli
+    .command('promote <project> <preview>')
+    .description("make a preview's release live")
+    .option('--json', "print the server's response")
+    .action(async (project: string, preview: string, options: { json?: boolean }, command: Command) => {
+      const path = `/api/v1/projects/${encodeURIComponent(project)}/previews/${encodeURIComponent(preview)}/promote`;
+      const result = await client(command, 'SITEDROP_TOKEN').call('POST', path);
+      print(options.json, result, () => [`${project} is live on ${String(result.release)} (was ${String(result.previous ?? '-')})`]);
+    });
+
+  cli
+    .command('delete-preview <project> <preview>')
+    .description('remove a preview; its release is then pruned like any other')
+    .action(async (project: string, preview: string, _options: unknown, command: Command) => {
+      await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}/previews/${encodeURIComponent(preview)}`);
+      out(`deleted preview ${preview} of ${project}`);
+    });
+
+  cli
     .command('delete-project <project>')
     .description('remove a project: its live site and all its releases')
     .action(async (project: string, _options: unknown, command: Command) => {
       await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}`);
       out(`deleted ${project}`);
+    });
+
+  const keys = cli.command('keys').description("a project's deploy keys: CI secrets that deploy it and nothing else");
+  keys
+    .command('create <project>')
+    .description("make a deploy key and print its token (shown this once; use it as a pipeline's SITEDROP_TOKEN)")
+    .requiredOption('--name <name>', 'what the key is for, e.g. "GitHub Actions"')
+    .requiredOption('--scope <scope>', "'deploy' (live deploys and previews) or 'preview' (previews only)")
+    .option('--expires-in-days <days>', 'days until the key stops working (default: never)')
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { name: string; scope: string; expiresInDays?: string; json?: boolean }, command: Command) => {
+      const days = options.expiresInDays === undefined ? undefined : Number(options.expiresInDays);
+      if (days !== undefined && !Number.isInteger(days)) throw new UsageError(`--expires-in-days must be a whole number, not ${options.expiresInDays}`);
+      const body = { name: options.name, scope: options.scope, ...(days === undefined ? {} : { expiresInDays: days }) };
+      const result = await client(command, 'SITEDROP_TOKEN').call('POST', `/api/v1/projects/${encodeURIComponent(project)}/keys`, body);
+      if (options.json) out(JSON.stringify(result));
+      else {
+        out(String(result.token));
+        err(`key ${String(result.id)} can deploy ${project} (${options.scope}); its token is shown this once`);
+      }
+    });
+  keys
+    .command('list <project>')
+    .description("list a project's deploy keys (never their tokens)")
+    .option('--json', "print the server's response")
+    .action(async (project: string, options: { json?: boolean }, command: Command) => {
+      const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/keys`);
+      print(options.json, result, () =>
+        (result.keys as Json[]).map(
+          (k) => `${String(k.id)}  ${String(k.scope).padEnd(7)}  expires ${String(k.expiresAt ?? 'never')}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.name)}`,
+        ),
+      );
+    });
+  keys
+    .command('revoke <project> <id>')
+    .description('revoke a deploy key at once')
+    .action(async (project: string, id: string, _options: unknown, command: Command) => {
+      await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}/keys/${encodeURIComponent(id)}`);
+      out(`revoked ${id}`);
     });
 
   const admin = cli.command('admin').description('administer users (admin token)');

@@ -13,7 +13,15 @@ export interface Config {
   readonly dataDir: string;
   readonly docsRoot: string;
   readonly deploysRoot: string;
+  /** Preview links: PREVIEWS_ROOT/<user>/<project>/<preview>. */
+  readonly previewsRoot: string;
   readonly publicBase: string;
+  /** A preview's address is `<previewBase>/<user>/<project>/<preview>/`. */
+  readonly previewBase: string;
+  /** How long a preview lives after its last deploy. */
+  readonly previewTtlSeconds: number;
+  /** Previews a project may have at once. */
+  readonly previewsMax: number;
   readonly databaseUrl: string;
   readonly databasePoolMax: number;
   readonly maxUploadBytes: number;
@@ -62,15 +70,15 @@ function path(env: Env, name: string, fallback: string): string {
   return isAbsolute(raw) ? raw : resolve(raw);
 }
 
-function publicBase(env: Env): string {
-  const raw = env.PUBLIC_BASE ?? 'http://localhost:8081';
+function baseUrl(env: Env, name: string, fallback: string): string {
+  const raw = env[name] ?? fallback;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('PUBLIC_BASE', 'an absolute http(s) URL', raw);
+    throw new ConfigError(name, 'an absolute http(s) URL', raw);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('PUBLIC_BASE', 'an absolute http(s) URL', raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'an absolute http(s) URL', raw);
   return raw.replace(/\/+$/, '');
 }
 
@@ -116,9 +124,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (host.trim() === '') throw new ConfigError('HOST', 'a listen address', host);
   const docsRoot = path(env, 'DOCS_ROOT', resolve(dataDir, 'docs'));
   const deploysRoot = path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys'));
+  const previewsRoot = path(env, 'PREVIEWS_ROOT', resolve(dataDir, 'previews'));
   const database = databaseUrl(env, dataDir);
   const sqliteFile = database.startsWith('sqlite:') ? resolve(database.slice('sqlite:'.length)) : undefined;
-  assertDisjointRoots({ DATA_DIR: dataDir, DOCS_ROOT: docsRoot, DEPLOYS_ROOT: deploysRoot, ...(sqliteFile ? { DATABASE_URL: sqliteFile } : {}) });
+  assertDisjointRoots({ DATA_DIR: dataDir, DOCS_ROOT: docsRoot, DEPLOYS_ROOT: deploysRoot, PREVIEWS_ROOT: previewsRoot, ...(sqliteFile ? { DATABASE_URL: sqliteFile } : {}) });
+  const sites = baseUrl(env, 'PUBLIC_BASE', 'http://localhost:8081');
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
@@ -126,7 +136,13 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     docsRoot,
     deploysRoot,
-    publicBase: publicBase(env),
+    previewsRoot,
+    publicBase: sites,
+    // No username can be '_previews' (names start with a letter or digit): one web server
+    // block can serve both without a clash.
+    previewBase: baseUrl(env, 'PREVIEW_BASE', `${sites}/_previews`),
+    previewTtlSeconds: integer(env, 'PREVIEW_TTL_SECONDS', 7 * 86_400, 1),
+    previewsMax: integer(env, 'PREVIEWS_MAX', 20, 1, 10_000),
     databaseUrl: database,
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 104_857_600, 1),

@@ -21,26 +21,32 @@ export interface Roots {
   readonly DATA_DIR: string;
   readonly DOCS_ROOT: string;
   readonly DEPLOYS_ROOT: string;
+  readonly PREVIEWS_ROOT: string;
   /** The SQLite file, when the database is one. */
   readonly DATABASE_URL?: string;
 }
 
 /**
- * The web server publishes DOCS_ROOT; users' releases, staging and trash live in
- * DEPLOYS_ROOT. Nested or equal, one user's project could land in another's tree and the
- * web server could serve staging areas, the admin token or the database. DATA_DIR may
- * hold both roots (the default), never sit inside one.
+ * The web server publishes DOCS_ROOT and PREVIEWS_ROOT; users' releases, staging and
+ * trash live in DEPLOYS_ROOT. Nested or equal, one user's project could land in another's
+ * tree, a preview be served at a live address, and the web server serve staging areas,
+ * the admin token or the database. DATA_DIR may hold the roots (the default), never sit
+ * inside one. Checked root by root, in this order, so each refusal names the first clash.
  */
 export function assertDisjointRoots(roots: Roots): void {
   const real = Object.fromEntries(Object.entries(roots).map(([name, path]) => [name, resolvedPath(path)])) as Record<keyof Roots, string>;
-  const served = ['DOCS_ROOT', 'DEPLOYS_ROOT'] as const;
-  if (within(real.DOCS_ROOT, real.DEPLOYS_ROOT) || within(real.DEPLOYS_ROOT, real.DOCS_ROOT)) {
-    throw new ConfigError('DOCS_ROOT', `apart from DEPLOYS_ROOT (${roots.DEPLOYS_ROOT}): neither may hold the other`, roots.DOCS_ROOT);
-  }
-  for (const inner of ['DATA_DIR', 'DATABASE_URL'] as const) {
-    const path = real[inner];
-    if (path === undefined) continue;
-    const holder = served.find((root) => within(path, real[root]));
-    if (holder) throw new ConfigError(inner, `outside ${holder} (${roots[holder]}), which is published or holds users' files`, roots[inner] ?? '');
-  }
+  const served = ['DOCS_ROOT', 'DEPLOYS_ROOT', 'PREVIEWS_ROOT'] as const;
+  served.forEach((root, i) => {
+    for (const earlier of served.slice(0, i)) {
+      if (within(real[earlier], real[root]) || within(real[root], real[earlier])) {
+        throw new ConfigError(earlier, `apart from ${root} (${roots[root]}): neither may hold the other`, roots[earlier]);
+      }
+    }
+    for (const inner of ['DATA_DIR', 'DATABASE_URL'] as const) {
+      const path = real[inner];
+      if (path !== undefined && within(path, real[root])) {
+        throw new ConfigError(inner, `outside ${root} (${roots[root]}), which is published or holds users' files`, roots[inner] ?? '');
+      }
+    }
+  });
 }

@@ -27,6 +27,23 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-12-01-003-deploy-keys': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('deploy_keys')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('project', 'varchar(64)', (c) => c.notNull())
+        .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('scope', 'varchar(16)', (c) => c.notNull())
+        .addColumn('token_hash', 'char(64)', (c) => c.notNull().unique())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('expires_at', 'varchar(32)')
+        .addColumn('last_used_at', 'varchar(32)')
+        .execute();
+      await db.schema.createIndex('deploy_keys_project').on('deploy_keys').columns(['username', 'project']).execute();
+    },
+  },
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

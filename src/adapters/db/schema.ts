@@ -19,7 +19,21 @@ export interface DeploysTable {
   created_at: string;
 }
 
+export interface DeployKeysTable {
+  id: string;
+  username: string;
+  project: string;
+  name: string;
+  scope: string;
+  /** SHA-256 of the key's token, hex, as for users. */
+  token_hash: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
 export interface Schema {
   users: UsersTable;
   deploys: DeploysTable;
+  deploy_keys: DeployKeysTable;
 }

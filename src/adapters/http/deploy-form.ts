@@ -11,6 +11,8 @@ import { BadMultipart, ClientGone, type HttpError, UploadStalled, UploadTooLarge
 export interface DeployForm {
   /** The `project` field, or undefined once the form ends without one. */
   readonly project: Promise<string | undefined>;
+  /** The optional `preview` field, or undefined once the form ends without one. */
+  readonly preview: Promise<string | undefined>;
   /** The `file` part as it streams in, or undefined once the form ends without one. */
   readonly archive: Promise<Readable | undefined>;
   failure(): HttpError | undefined;
@@ -27,7 +29,9 @@ export interface FormLimits {
 export function readDeployForm(req: IncomingMessage, limits: FormLimits): DeployForm {
   let settleProject!: (value: string | undefined) => void;
   let settleArchive!: (value: Readable | undefined) => void;
+  let settlePreview!: (value: string | undefined) => void;
   const project = new Promise<string | undefined>((resolve) => (settleProject = resolve));
+  const preview = new Promise<string | undefined>((resolve) => (settlePreview = resolve));
   const archive = new Promise<Readable | undefined>((resolve) => (settleArchive = resolve));
   let failed: HttpError | undefined;
   let file: Readable | undefined;
@@ -39,8 +43,9 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
     // Not multipart at all (or no boundary).
     failed = new BadMultipart();
     settleProject(undefined);
+    settlePreview(undefined);
     settleArchive(undefined);
-    return { project, archive, failure: () => failed };
+    return { project, preview, archive, failure: () => failed };
   }
 
   let idle: NodeJS.Timeout | undefined;
@@ -51,6 +56,7 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
     req.unpipe(parser);
     file?.destroy(error);
     settleProject(undefined);
+    settlePreview(undefined);
     settleArchive(undefined);
   };
 
@@ -78,7 +84,9 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
   }
   parser.on('field', (name, value, info) => {
     // A truncated value cannot be a valid name; keep it invalid rather than shortened.
-    if (name === 'project') settleProject(info.valueTruncated ? `${value}\u0000` : value);
+    const named = info.valueTruncated ? `${value}\u0000` : value;
+    if (name === 'project') settleProject(named);
+    if (name === 'preview') settlePreview(named);
   });
   parser.on('file', (name, stream) => {
     // busboy errors a part itself when the form breaks; an unheard 'error' would crash the process.
@@ -92,6 +100,7 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
   });
   parser.on('close', () => {
     settleProject(undefined);
+    settlePreview(undefined);
     settleArchive(undefined);
   });
   parser.on('error', () => fail(new BadMultipart()));
@@ -99,5 +108,5 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
   // would read as "missing", so a form over any of the counts is refused as malformed.
   for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) parser.on(limit, () => fail(new BadMultipart()));
   req.pipe(parser);
-  return { project, archive, failure: () => failed };
+  return { project, preview, archive, failure: () => failed };
 }

@@ -1,15 +1,22 @@
 import {
   ArchiveRejected,
   DeployAborted,
+  DeployKeyNotFound,
   DomainError,
+  InvalidKeyExpiry,
+  InvalidPreviewName,
+  InvalidKeyName,
+  InvalidKeyScope,
   InvalidProjectName,
   InvalidReleaseId,
   InvalidUsername,
   MissingArchive,
   NothingToRollBackTo,
+  PreviewNotFound,
   ProjectNotFound,
   ReleaseNotFound,
   StorageQuotaExceeded,
+  TooManyPreviews,
   Unauthorized,
   UserNotFound,
 } from '../../domain/errors.js';
@@ -47,10 +54,18 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof InvalidUsername) return respond(400, 'invalid username format');
     if (error instanceof InvalidProjectName) return respond(400, 'invalid project name format');
     if (error instanceof InvalidReleaseId) return respond(400, 'invalid release id');
+    if (error instanceof InvalidPreviewName) return respond(400, 'invalid preview name format');
     if (error instanceof MissingArchive) return respond(400, 'missing or invalid file');
+    if (error instanceof InvalidKeyName) return respond(400, 'key name must be 1 to 64 characters, none of them control characters');
+    if (error instanceof InvalidKeyScope) return respond(400, "scope must be 'deploy' or 'preview'");
+    if (error instanceof InvalidKeyExpiry) return respond(400, `expiresInDays must be a whole number from 1 to ${error.maxDays}`);
     if (error instanceof Unauthorized) return respond(401, 'unauthorized');
     if (error instanceof ProjectNotFound) return respond(404, 'project not found');
     if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
+    if (error instanceof DeployKeyNotFound) return respond(404, 'key not found');
+    if (error instanceof PreviewNotFound) return respond(404, 'preview not found');
+    // 409: the project's state, not the request, is in the way; deleting a preview clears it.
+    if (error instanceof TooManyPreviews) return respond(409, `too many previews: PREVIEWS_MAX allows ${error.max} per project, delete one first`);
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
     // 507, as WebDAV quotas answer (RFC 4331): 413 already means an upload too large to
     // take, which a smaller upload fixes; this is the user's storage, which only deleting

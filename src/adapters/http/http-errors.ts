@@ -30,6 +30,8 @@ export class InvalidAdminToken extends define(401, 'invalid admin token') {}
 export class UploadTooLarge extends define(413, 'request body too large') {}
 export class NotFound extends define(404, 'not found') {}
 export class MethodNotAllowed extends define(405, 'method not allowed') {}
+/** The service was built with tsc alone, without the bundling step that makes the CLI file. */
+export class CliNotBuilt extends define(500, 'the CLI is not built on this server: npm run build makes it') {}
 /** The client went away; nobody is left to answer. */
 export class ClientGone extends define(499, 'client closed the connection') {}
 /** Every deploy slot is taken and the queue is full, or the deploy waited too long for one. */

@@ -6,6 +6,17 @@ export interface DeploySettings {
   readonly archiveLimits: ArchiveLimits;
   /** The most bytes a user's kept releases may hold (USER_MAX_BYTES); absent, no quota. */
   readonly userMaxBytes?: number;
+  /** PREVIEWS_MAX and PREVIEW_TTL_SECONDS; absent, their defaults. */
+  readonly previews?: PreviewSettings;
 }
+
+export interface PreviewSettings {
+  /** Previews a project may have at once. */
+  readonly max: number;
+  /** How long a preview lives after its last deploy. */
+  readonly ttlSeconds: number;
+}
+
+export const DEFAULT_PREVIEW_SETTINGS: PreviewSettings = { max: 20, ttlSeconds: 7 * 86_400 };
 
 export const DEPLOY_SETTINGS = Symbol.for('sitedrop.DeploySettings') as ServiceIdentifier<DeploySettings>;

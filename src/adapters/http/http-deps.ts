@@ -1,0 +1,64 @@
+import type { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
+import type { AuthenticateUser } from '../../application/authenticate-user.js';
+import type { CreateDeployKey } from '../../application/create-deploy-key.js';
+import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
+import type { DeleteUser } from '../../application/delete-user.js';
+import type { DeleteProject } from '../../application/delete-project.js';
+import type { DeletePreview } from '../../application/delete-preview.js';
+import type { DeployRelease } from '../../application/deploy-release.js';
+import type { ListDeployKeys } from '../../application/list-deploy-keys.js';
+import type { ListPreviews } from '../../application/list-previews.js';
+import type { ListProjects } from '../../application/list-projects.js';
+import type { PromotePreview } from '../../application/promote-preview.js';
+import type { ListReleases } from '../../application/list-releases.js';
+import type { ListUsers } from '../../application/list-users.js';
+import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
+import type { RollbackRelease } from '../../application/rollback-release.js';
+import type { Logger } from '../log/logger.js';
+import type { CliBundle } from './cli-bundle.js';
+import type { DeploySlots } from './deploy-slots.js';
+import type { DeployTracker } from './deploy-tracker.js';
+import type { ServiceMetrics } from './metrics.js';
+
+export interface HttpSettings {
+  readonly adminToken: string;
+  readonly publicBase: string;
+  /** PREVIEW_BASE: a preview's address is `<previewBase>/<user>/<project>/<preview>/`. */
+  readonly previewBase: string;
+  readonly maxUploadBytes: number;
+  /** UPLOAD_IDLE_SECONDS: a deploy whose body stops arriving this long fails; 0 never does. */
+  readonly uploadIdleSeconds: number;
+}
+
+/**
+ * What the HTTP adapter drives. Routes read these when a request comes, never while
+ * they are set up: the route table can be built from `settings` and `openApi` alone.
+ */
+export interface HttpDeps {
+  readonly settings: HttpSettings;
+  readonly createUser: CreateOrRerollUser;
+  readonly deleteUser: DeleteUser;
+  readonly authenticate: AuthenticateUser;
+  /** A deploy's bearer token: a user token or a deploy key. */
+  readonly authenticateDeployer: AuthenticateDeployer;
+  readonly deploy: DeployRelease;
+  readonly deploys: DeployTracker;
+  readonly slots: DeploySlots;
+  readonly listProjects: ListProjects;
+  readonly listReleases: ListReleases;
+  readonly rollback: RollbackRelease;
+  readonly deleteProject: DeleteProject;
+  readonly listUsers: ListUsers;
+  readonly createKey: CreateDeployKey;
+  readonly listKeys: ListDeployKeys;
+  readonly revokeKey: RevokeDeployKey;
+  readonly listPreviews: ListPreviews;
+  readonly promotePreview: PromotePreview;
+  readonly deletePreview: DeletePreview;
+  readonly metrics: ServiceMetrics;
+  readonly logger: Logger;
+  /** The bundled CLI, served at /api/v1/cli; undefined when the build did not make it. */
+  readonly cli: CliBundle | undefined;
+  /** docs/openapi.yaml, parsed; served as JSON. */
+  readonly openApi: Record<string, unknown>;
+}

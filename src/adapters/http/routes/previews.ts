@@ -1,0 +1,55 @@
+import type express from 'express';
+import type { Request } from 'express';
+import { previewUrl } from '../../../domain/preview.js';
+import type { Authentication } from '../auth.js';
+import type { HttpDeps } from '../http-deps.js';
+import { fallback, methodNotAllowed } from '../middleware.js';
+import { projectParam } from './projects.js';
+
+const previewParam = (req: Request): string => String(req.params.name);
+
+/** A project's previews: list, promote one to live, delete one. With the owner's token only. */
+export function previewRoutes(
+  app: express.Express,
+  deps: Pick<HttpDeps, 'settings' | 'listPreviews' | 'promotePreview' | 'deletePreview' | 'logger'>,
+  auth: Authentication,
+): void {
+  app
+    .route('/api/v1/projects/:project/previews')
+    .get(fallback('failed to list previews'), async (req, res) => {
+      const user = await auth.user(req, res);
+      const { project, previews } = await deps.listPreviews.execute(user, projectParam(req));
+      res.json({
+        status: 'ok',
+        previews: previews.map((p) => ({
+          name: p.name,
+          release: p.release,
+          url: previewUrl(deps.settings.previewBase, user, project, p.name),
+          createdAt: p.linkedAt.toISOString(),
+          expiresAt: p.expiresAt.toISOString(),
+        })),
+      });
+    })
+    .all(methodNotAllowed('GET, HEAD'));
+
+  app
+    .route('/api/v1/projects/:project/previews/:name/promote')
+    .post(fallback('promote failed'), async (req, res) => {
+      const user = await auth.user(req, res);
+      const project = projectParam(req);
+      const promoted = await deps.promotePreview.execute(user, project, previewParam(req));
+      deps.logger.info('preview promoted', { user, project, preview: previewParam(req), release: promoted.release, previous: promoted.previous });
+      res.json({ status: 'ok', project, release: promoted.release, previous: promoted.previous ?? null });
+    })
+    .all(methodNotAllowed('POST'));
+
+  app
+    .route('/api/v1/projects/:project/previews/:name')
+    .delete(fallback('failed to delete preview'), async (req, res) => {
+      const user = await auth.user(req, res);
+      await deps.deletePreview.execute(user, projectParam(req), previewParam(req));
+      deps.logger.info('preview deleted', { user, project: projectParam(req), preview: previewParam(req) });
+      res.json({ status: 'ok' });
+    })
+    .all(methodNotAllowed('DELETE'));
+}

@@ -1,0 +1,32 @@
+import { inject, injectable } from 'inversify';
+import { PreviewName } from '../domain/preview.js';
+import { ProjectName } from '../domain/project-name.js';
+import type { Username } from '../domain/username.js';
+import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { PruneReleases } from './prune-releases.js';
+import type { RolledBack } from './rollback-release.js';
+
+/**
+ * Makes a preview's release live, with the same lock and the same atomic swap as a
+ * rollback. The preview stays; nothing is pruned.
+ */
+@injectable()
+export class PromotePreview {
+  constructor(
+    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
+    @inject(PruneReleases) private readonly retention: PruneReleases,
+  ) {}
+
+  async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
+    const project = ProjectName.parse(projectName);
+    const name = PreviewName.parse(previewName);
+    return this.lock.withProject(user, project, async () => {
+      const preview = await this.retention.preview(user, project, name);
+      const previous = await this.releases.liveRelease(user, project);
+      await this.releases.activate(user, project, preview.release);
+      return { release: preview.release, previous };
+    });
+  }
+}

@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
+import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
+import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
+import { SilentLogger } from '../../src/adapters/log/logger.js';
+import { startHarness, type Harness } from '../support/service-harness.js';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Every folder from `dir` up to the root: where Node would look for node_modules. */
+function ancestors(dir: string): string[] {
+  const all = [dir];
+  while (dirname(all[all.length - 1]!) !== all[all.length - 1]) all.push(dirname(all[all.length - 1]!));
+  return all;
+}
+
+describe('the CLI the server serves, fetched and run as a pipeline would (real server)', () => {
+  let h: Harness;
+  let runner: string;
+  let token: string;
+
+  /** `node sitedrop.mjs ...` in the runner's folder, with nothing but PATH and the two variables. */
+  const sitedrop = (args: string[], secret: string): Promise<Run> =>
+    new Promise((resolve) => {
+      const env = { PATH: process.env.PATH ?? '', HOME: runner, SITEDROP_URL: h.url, SITEDROP_TOKEN: secret };
+      execFile(process.execPath, ['sitedrop.mjs', ...args], { cwd: runner, env }, (error, stdout, stderr) => {
+        resolve({ code: error ? Number((error as NodeJS.ErrnoException & { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+    });
+
+  beforeAll(async () => {
+    h = await startHarness();
+    token = await h.createUser('pipeline');
+    // An empty folder with no node_modules above it: all the runner has is Node itself.
+    runner = await mkdtemp(join(tmpdir(), 'sitedrop-runner-'));
+    expect(ancestors(runner).filter((dir) => existsSync(join(dir, 'node_modules')))).toEqual([]);
+  });
+  afterAll(async () => {
+    await h.close();
+    await rm(runner, { recursive: true, force: true });
+  });
+
+  it('serves one JavaScript file without a token, with an ETag that a revalidation answers 304', async () => {
+    const response = await fetch(`${h.url}/api/v1/cli`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    const etag = response.headers.get('etag')!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{32}"$/);
+    const text = await response.text();
+    expect(text.startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const again = await fetch(`${h.url}/api/v1/cli`, { headers: { 'if-none-match': `"other", W/${etag}` } });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(await again.text()).toBe('');
+    expect((await fetch(`${h.url}/api/v1/cli`, { headers: { 'if-none-match': '"other"' } })).status).toBe(200);
+  });
+
+  it('fetched into an empty folder, deploys a site with a user token and makes a key that deploys too', async () => {
+    const response = await fetch(`${h.url}/api/v1/cli`);
+    await writeFile(join(runner, 'sitedrop.mjs'), Buffer.from(await response.arrayBuffer()));
+    await mkdir(join(runner, 'dist/assets'), { recursive: true });
+    await writeFile(join(runner, 'dist/index.html'), '<h1>from the pipeline</h1>');
+    await writeFile(join(runner, 'dist/assets/app.css'), 'body { margin: 0 }');
+
+    const deployed = await sitedrop(['deploy', 'dist', '--project', 'p'], token);
+    expect(deployed.stderr).not.toMatch(/Error|Cannot find/);
+    expect(deployed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed p: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/pipeline\/p\/\n$/) });
+    expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the pipeline</h1>');
+    expect(await readFile(join(h.docsRoot, 'pipeline/p/assets/app.css'), 'utf8')).toBe('body { margin: 0 }');
+
+    const made = await sitedrop(['keys', 'create', 'p', '--name', 'CI', '--scope', 'deploy'], token);
+    expect(made.code).toBe(0);
+    const key = made.stdout.trim();
+    expect(key).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect((await sitedrop(['keys', 'list', 'p'], token)).stdout).toMatch(/ deploy +expires never +last used never +CI\n$/);
+    await writeFile(join(runner, 'dist/index.html'), '<h1>from the key</h1>');
+    const byKey = await sitedrop(['deploy', 'dist', '--project', 'p', '--json'], key);
+    expect(byKey.code).toBe(0);
+    expect(JSON.parse(byKey.stdout)).toMatchObject({ status: 'ok', project: 'p', username: 'pipeline' });
+    expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
+    expect(await sitedrop(['deploy', 'dist', '--project', 'q'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+  });
+
+  it("deploys a pull request's preview with a preview key, as the README's CI jobs do", async () => {
+    const made = await sitedrop(['keys', 'create', 'p', '--name', 'pull requests', '--scope', 'preview'], token);
+    const key = made.stdout.trim();
+    await writeFile(join(runner, 'dist/index.html'), '<h1>pull request 42</h1>');
+    const r = await sitedrop(['deploy', 'dist', '--project', 'p', '--preview', 'pr-42'], key);
+    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed p preview pr-42: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/pipeline\/p\/pr-42\/\n$/) });
+    expect(await readFile(join(h.previewsRoot, 'pipeline/p/pr-42/index.html'), 'utf8')).toBe('<h1>pull request 42</h1>');
+    expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
+    expect(await sitedrop(['deploy', 'dist', '--project', 'p'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+  });
+});
+
+describe('GET /api/v1/cli on a service built without the bundle', () => {
+  let server: Server;
+  beforeAll(async () => {
+    const app = createApp({ settings: { adminToken: 'x'.repeat(32), publicBase: 'https://x.test', maxUploadBytes: 1, uploadIdleSeconds: 0 }, openApi: loadOpenApiDocument(), metrics: new ServiceMetrics(), logger: new SilentLogger(), cli: undefined } as unknown as HttpDeps);
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('answers 500 saying how to make it', async () => {
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/cli`);
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ status: 'error', error: 'the CLI is not built on this server: npm run build makes it' });
+  });
+});
