@@ -109,7 +109,7 @@ export class DeployRelease {
 
     try {
       const started = this.clock.now().getTime();
-      const staged = await this.stageReportingNameFirst(input.archive, project, stop.signal).catch((error: unknown) => {
+      const staged = await this.stageReportingNameFirst(input.user, input.archive, project, stop.signal).catch((error: unknown) => {
         throw refused ?? error;
       });
       const named = await target.catch(async (error: unknown) => {
@@ -128,12 +128,13 @@ export class DeployRelease {
    * client sends the rest, and a deploy given up (shutdown) must not wait for it.
    */
   private async stageReportingNameFirst(
+    user: Username,
     archive: AsyncIterable<Uint8Array>,
     project: Promise<ProjectName>,
     signal: AbortSignal,
   ): Promise<StagedRelease> {
     try {
-      return await this.releases.stage(archive, this.settings.archiveLimits, signal);
+      return await this.releases.stage(user, archive, this.settings.archiveLimits, signal);
     } catch (error) {
       if (error instanceof ArchiveRejected || error instanceof MissingArchive || error instanceof DeployAborted) {
         await project;

@@ -39,8 +39,12 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
   });
   const extractor = new ArchiveExtractor(threads);
 
+  let objects: { store: string; fresh: string };
+
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'sitedrop-threads-'));
+    objects = { store: join(root, 'store'), fresh: join(root, 'fresh') };
+    await mkdir(objects.fresh);
   });
   afterAll(async () => {
     await threads.close();
@@ -51,7 +55,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const sites = ['a', 'b', 'c'].map((v) => versionedSite(v, 1500, 200));
     const dirs = await Promise.all(['a', 'b', 'c'].map((v) => mkdtemp(join(root, `site-${v}-`))));
     const before = started.length;
-    const results = await Promise.all(sites.map((site, i) => extractor.extract(chunked(site), dirs[i]!, limits, false, new AbortController().signal)));
+    const results = await Promise.all(sites.map((site, i) => extractor.extract(chunked(site), dirs[i]!, objects, limits, false, new AbortController().signal)));
     expect(results.map((r) => r.files)).toEqual([1501, 1501, 1501]);
     expect(await Promise.all(dirs.map((dir) => releaseVersion(dir, 1500)))).toEqual(['a', 'b', 'c']);
     expect(started.length - before).toBeLessThanOrEqual(2);
@@ -61,8 +65,8 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const [bad, good] = await Promise.all([mkdtemp(join(root, 'bad-')), mkdtemp(join(root, 'good-'))]);
     const refused = tgz([...Array.from({ length: 400 }, (_, i) => file(`ok-${i}.html`, 'x'.repeat(2000))), file('../out.html', 'x')]);
     const [outcome, extracted] = await Promise.all([
-      extractor.extract(chunked(refused), bad, limits, false, new AbortController().signal).then(() => 'unpacked', (error: Error) => error.constructor.name),
-      extractor.extract(chunked(versionedSite('good', 1500, 200)), good, limits, false, new AbortController().signal),
+      extractor.extract(chunked(refused), bad, objects, limits, false, new AbortController().signal).then(() => 'unpacked', (error: Error) => error.constructor.name),
+      extractor.extract(chunked(versionedSite('good', 1500, 200)), good, objects, limits, false, new AbortController().signal),
     ]);
     expect(outcome).toBe('ArchiveRejected');
     expect(extracted.files).toBe(1501);
@@ -91,7 +95,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const dir = await mkdtemp(join(root, 'beside-'));
     let removed = false;
     const removal = threads.remove(tree).then(() => (removed = true));
-    const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, limits, false, new AbortController().signal);
+    const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(301);
     // Removed a few hundred entries at a time, it had not finished when the deploy had.
     expect(removed).toBe(false);
@@ -108,7 +112,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
       yield site.subarray(0, site.length >> 1);
       await new Promise<void>((resolve) => (gate.open = resolve));
     }
-    const cut = extractor.extract(halfThenWait(), dir, limits, false, new AbortController().signal);
+    const cut = extractor.extract(halfThenWait(), dir, objects, limits, false, new AbortController().signal);
     const outcome = cut.then(
       () => 'unpacked',
       (error: Error) => error.message,
@@ -124,7 +128,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect(await snapshot(dir)).toEqual(after);
 
     const again = await mkdtemp(join(root, 'again-'));
-    const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, limits, false, new AbortController().signal);
+    const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(51);
     expect(await releaseVersion(again, 50)).toBe('after');
     await threads.remove(dir);

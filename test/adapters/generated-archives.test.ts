@@ -1,3 +1,4 @@
+import type { Username } from '../../src/domain/username.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -65,12 +66,12 @@ describe('generated archives on the real release filesystem', () => {
         }
         const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
         if (hostileCount > 0) {
-          await expect(fsx.releases.stage(upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
+          await expect(fsx.releases.stage('alice' as Username, upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
           expect(await fsx.releases.settle()).toEqual([]);
           expect(await snapshot(fsx.root)).toEqual(empty);
           return;
         }
-        const staged = await fsx.releases.stage(upload(), limits, new AbortController().signal);
+        const staged = await fsx.releases.stage('alice' as Username, upload(), limits, new AbortController().signal);
         const files = entries.filter((e) => e.type === undefined);
         expect(staged.files).toBe(files.length);
         for (const entry of files) expect(await readFile(join(staged.handle, String(entry.path)), 'utf8')).toBe(String(entry.body ?? ''));

@@ -1,3 +1,4 @@
+import type { Username } from '../../src/domain/username.js';
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -59,7 +60,7 @@ describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
         }
         let staged;
         try {
-          staged = await fsx.releases.stage(upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
+          staged = await fsx.releases.stage('alice' as Username, upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
         } catch (error) {
           expect(error).toBeInstanceOf(ArchiveRejected);
           return;

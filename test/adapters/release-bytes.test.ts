@@ -20,7 +20,7 @@ describe('NodeReleaseFs.releaseBytes: a release measured on disk', () => {
     async function* upload() {
       yield tgz(entries);
     }
-    const staged = await releases.stage(upload(), { maxFiles: 1000, maxBytes: 10_000_000 }, new AbortController().signal);
+    const staged = await releases.stage('alice' as Username, upload(), { maxFiles: 1000, maxBytes: 10_000_000 }, new AbortController().signal);
     await releases.commit(staged, u, p, release);
     return staged;
   };

@@ -54,7 +54,7 @@ export class InMemoryReleaseFs implements ReleaseFs {
   failActivate = false;
   private next = 0;
 
-  async stage(archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+  async stage(_user: Username, archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     const handle = `staging-${(this.next += 1)}`;
     this.staged.add(handle);
     try {

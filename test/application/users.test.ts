@@ -83,7 +83,7 @@ describe('DeleteUser', () => {
   async function withSite() {
     const w = world();
     const { token } = await w.create.execute({ username: 'alice' });
-    const staged = await w.releases.stage((async function* () { yield Buffer.from('site'); })(), { maxFiles: 1, maxBytes: 9 }, new AbortController().signal);
+    const staged = await w.releases.stage('alice' as Username, (async function* () { yield Buffer.from('site'); })(), { maxFiles: 1, maxBytes: 9 }, new AbortController().signal);
     await w.releases.commit(staged, 'alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
     await w.releases.activate('alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
     return { ...w, token };

@@ -270,7 +270,7 @@ class SlowDiskReleaseFs extends InMemoryReleaseFs {
     super();
   }
 
-  override stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+  override stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     const pauseMs = this.pauseMs;
     async function* slowly(): AsyncGenerator<Uint8Array> {
       let first = true;
@@ -280,7 +280,7 @@ class SlowDiskReleaseFs extends InMemoryReleaseFs {
         first = false;
       }
     }
-    return super.stage(slowly(), limits, signal);
+    return super.stage(user, slowly(), limits, signal);
   }
 }
 

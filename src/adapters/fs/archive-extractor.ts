@@ -1,6 +1,6 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
-import type { FromUnpacker, Outcome } from './fs-protocol.js';
+import type { FromUnpacker, Outcome, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
@@ -50,10 +50,11 @@ function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): 
 export class ArchiveExtractor {
   constructor(private readonly threads: FsThreads) {}
 
-  async extract(archive: AsyncIterable<Uint8Array>, dir: string, limits: ArchiveLimits, chmod: boolean, signal: AbortSignal): Promise<Extracted> {
+  /** Unpacks into `dir`, sharing its files' bytes through `objects`. */
+  async extract(archive: AsyncIterable<Uint8Array>, dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean, signal: AbortSignal): Promise<Extracted> {
     const extraction = new Extraction(this.threads, signal);
     try {
-      extraction.begin(dir, limits, chmod);
+      extraction.begin(dir, objects, limits, chmod);
       const compressedBytes = await extraction.send(archive);
       const outcome = await extraction.finish(compressedBytes > 0);
       if (compressedBytes === 0) throw new MissingArchive();
@@ -97,8 +98,8 @@ class Extraction {
     signal.addEventListener('abort', this.wake);
   }
 
-  begin(dir: string, limits: ArchiveLimits, chmod: boolean): void {
-    this.job.post({ type: 'begin', job: this.job.id, dir, limits, chmod });
+  begin(dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean): void {
+    this.job.post({ type: 'begin', job: this.job.id, dir, objects, limits, chmod });
   }
 
   /**

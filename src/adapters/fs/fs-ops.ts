@@ -4,17 +4,29 @@
  * thread pays a message per entry. Paths are relative to the release root and already
  * checked by the archive policy; they are UTF-8 here.
  *
- *   MKDIR  u16 length, path          a directory, 0755
- *   CREATE u16 length, path          a new file (O_EXCL, 0644), which becomes the open one
- *   WRITE  u32 length, bytes         appended to the open file
- *   CLOSE                            closes the open file
+ *   MKDIR  u16 length, path                      a directory, 0755
+ *   CREATE u16 length, path                      a new file (O_EXCL, 0644), which becomes the open one
+ *   WRITE  u32 length, bytes                     appended to the open file
+ *   CLOSE  digest (32 bytes)                     closes the open file and shares it through the
+ *                                                user's store (SHA-256 of its content)
+ *   PUT    u16 length, path, digest, u32 length, bytes
+ *                                                a whole small file: a link to the stored
+ *                                                object if there is one, else written and stored
  */
 export const OP_MKDIR = 1;
 export const OP_CREATE = 2;
 export const OP_WRITE = 3;
 export const OP_CLOSE = 4;
+export const OP_PUT = 5;
 
 export const BATCH_BYTES = 256 * 1024;
+export const DIGEST_BYTES = 32;
+/**
+ * Files up to this size travel whole in one PUT, digest first, so an unchanged one is
+ * one link(2) instead of open, write and close. Far below a batch, with room for the
+ * longest path (1024 bytes, up to 3 each as UTF-8 from UTF-16) and the header.
+ */
+export const SMALL_FILE_BYTES = 128 * 1024;
 
 const utf8 = new TextEncoder();
 
@@ -52,9 +64,21 @@ export class OpBatcher {
     }
   }
 
-  close(): void {
-    if (this.length === BATCH_BYTES) this.flush();
-    this.batch[this.length++] = OP_CLOSE;
+  close(digest: Uint8Array): void {
+    if (BATCH_BYTES - this.length < 1 + DIGEST_BYTES) this.flush();
+    this.batch[this.length] = OP_CLOSE;
+    this.batch.set(digest, this.length + 1);
+    this.length += 1 + DIGEST_BYTES;
+  }
+
+  put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
+    if (bytes.length > SMALL_FILE_BYTES) throw new Error(`a PUT of ${bytes.length} bytes does not fit a batch`);
+    if (BATCH_BYTES - this.length < 3 + path.length * 3 + DIGEST_BYTES + 4 + bytes.length) this.flush();
+    this.pathOp(OP_PUT, path);
+    this.batch.set(digest, this.length);
+    this.view.setUint32(this.length + DIGEST_BYTES, bytes.length);
+    this.batch.set(bytes, this.length + DIGEST_BYTES + 4);
+    this.length += DIGEST_BYTES + 4 + bytes.length;
   }
 
   /** Ships what is batched so far, if anything. */

@@ -12,7 +12,7 @@ import type { ArchiveLimits } from '../../domain/archive-policy.js';
  *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──removed──▶ main
  */
 export type ToUnpacker =
-  | { type: 'begin'; job: number; dir: string; limits: ArchiveLimits; chmod: boolean }
+  | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
@@ -26,7 +26,7 @@ export type Outcome =
 export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | Outcome;
 
 export type ToWriter =
-  | { type: 'begin'; job: number; root: string; chmod: boolean }
+  | { type: 'begin'; job: number; root: string; objects: StagingObjects; chmod: boolean }
   | { type: 'ops'; job: number; data: Uint8Array }
   /** The job is over: close its open file and forget it, then answer `flushed`. */
   | { type: 'flush'; job: number };
@@ -38,8 +38,25 @@ export type FromWriter =
   /** Every batch of the job sent before its flush has been dealt with. */
   | { type: 'flushed'; job: number };
 
-/** rm -rf, from the main thread to the writer, which interleaves it with the jobs' writes. */
-export type RemoveRequest = { type: 'remove'; id: number; path: string };
+/**
+ * Where a staging job's files find bytes to share (docs/content-store.md): the user's
+ * store, only read while staging, and the job's own new objects, which the commit adds
+ * to the store.
+ */
+export interface StagingObjects {
+  readonly store: string;
+  readonly fresh: string;
+}
+
+/**
+ * From the main thread to the writer, which interleaves them with the jobs' writes, a
+ * few hundred entries at a time: rm -rf of a tree (`path`), the collection of a store's
+ * objects that no release links (`path` the store), or the adoption of a staging job's
+ * new objects (`path`) into a store (`into`).
+ */
+export type RemoveRequest =
+  | { type: 'remove' | 'collect'; id: number; path: string }
+  | { type: 'adopt'; id: number; path: string; into: string };
 export type Removed = { type: 'removed'; id: number; error?: string };
 
 /** Each thread's workerData: its end of the channel between the unpack and writer threads. */

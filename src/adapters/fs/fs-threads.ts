@@ -15,6 +15,8 @@ function script(name: string): string {
   throw new Error(`${name} not found at ${here} or ${built}: run npm run build`);
 }
 
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
 /** One deploy's conversation with the unpack thread. */
 export interface UnpackJob {
   post(message: ToUnpacker, transfer?: ArrayBuffer[]): void;
@@ -95,6 +97,20 @@ export class FsThreads {
 
   /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
   remove(path: string): Promise<void> {
+    return this.ask({ type: 'remove', path });
+  }
+
+  /** Deletes the objects of the store at `path` that no release links (store-objects.ts). */
+  collectObjects(path: string): Promise<void> {
+    return this.ask({ type: 'collect', path });
+  }
+
+  /** Links a staging job's new objects (`fresh`) into the user's store (`store`). */
+  adoptObjects(fresh: string, store: string): Promise<void> {
+    return this.ask({ type: 'adopt', path: fresh, into: store });
+  }
+
+  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<void> {
     let threads: Threads;
     try {
       threads = this.running();
@@ -104,8 +120,8 @@ export class FsThreads {
     }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.removals.set(id, { path, resolve, reject });
-      threads.writer.postMessage({ type: 'remove', id, path } satisfies RemoveRequest);
+      this.removals.set(id, { path: request.path, resolve, reject });
+      threads.writer.postMessage({ ...request, id } satisfies RemoveRequest);
     });
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, stat, symlink, unlink } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { ReleaseFs, StagedRelease } from '../../application/ports/release-fs.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
@@ -34,6 +34,13 @@ export const FS_THREADS = Symbol.for('sitedrop.FsThreads') as ServiceIdentifier<
 // Names no user or project can take (they must start with a letter or digit).
 const STAGING = '.staging';
 const TRASH = '.trash';
+const OBJECTS = '.objects';
+/**
+ * A staging area's new objects, under the same name in a directory of their own (so
+ * that the staging directory holds staging areas only); start-up removes them too.
+ */
+const FRESH = '.fresh';
+const freshObjects = (stagingDir: string): string => join(dirname(dirname(stagingDir)), FRESH, basename(stagingDir));
 // '+' separates the replica's name: it cannot occur in one (hostname characters only).
 const mine = (replica: string) => ({
   staging: `deploy+${replica}+`,
@@ -71,11 +78,13 @@ export class NodeReleaseFs implements ReleaseFs {
     this.trash = new TrashCollector(this.trashRoot, this.names.trash, threads);
   }
 
-  async stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+  async stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     const needsChmod = await this.prepare();
     const dir = await mkdtemp(join(this.stagingRoot, this.names.staging));
     try {
-      const extracted = await this.extractor.extract(archive, dir, limits, needsChmod, signal);
+      await mkdir(freshObjects(dir), { mode: 0o755 });
+      const objects = { store: this.objectsDir(user), fresh: freshObjects(dir) };
+      const extracted = await this.extractor.extract(archive, dir, objects, limits, needsChmod, signal);
       await chmod(dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
       const flushing = performance.now();
       await syncFilesystem(dir);
@@ -85,19 +94,26 @@ export class NodeReleaseFs implements ReleaseFs {
       // The failure is what the client needs to hear; an area that cannot be moved now
       // (the same disk or permission trouble) stays in staging for start-up to remove.
       await this.throwAway(dir).catch(() => undefined);
+      await this.throwAway(freshObjects(dir)).catch(() => undefined);
       throw error;
     }
   }
 
   async discard(staged: StagedRelease): Promise<void> {
     await this.throwAway(staged.handle);
+    await this.throwAway(freshObjects(staged.handle));
   }
 
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const projectDir = this.projectDir(user, project);
     await mkdirDurable(projectDir);
+    // The release's new bytes join the store only now, under the project's lock: a
+    // deploy refused before this point leaves the store as it was. The release holds its
+    // own links, so a store entry lost in a crash costs only sharing, never a file.
+    await this.threads.adoptObjects(freshObjects(staged.handle), this.objectsDir(user));
     await rename(staged.handle, join(projectDir, id));
     await fsyncDirectory(projectDir);
+    await this.throwAway(freshObjects(staged.handle));
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -137,6 +153,7 @@ export class NodeReleaseFs implements ReleaseFs {
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     await this.throwAway(join(this.projectDir(user, project), id));
+    this.trash.collectObjects(this.objectsDir(user));
   }
 
   async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
@@ -183,6 +200,7 @@ export class NodeReleaseFs implements ReleaseFs {
       if (!isMissing(error)) throw error;
     });
     await this.throwAway(this.projectDir(user, project));
+    this.trash.collectObjects(this.objectsDir(user));
   }
 
   async removeUserFiles(user: Username): Promise<void> {
@@ -195,11 +213,13 @@ export class NodeReleaseFs implements ReleaseFs {
   async removeLeftovers(): Promise<string[]> {
     await this.prepare();
     const removed: string[] = [];
-    for (const name of await readdir(this.stagingRoot)) {
-      if (!name.startsWith(this.names.staging)) continue;
-      const path = join(this.stagingRoot, name);
-      await this.threads.remove(path);
-      removed.push(path);
+    for (const root of [this.stagingRoot, join(this.roots.deploysRoot, FRESH)]) {
+      for (const name of await readdir(root)) {
+        if (!name.startsWith(this.names.staging)) continue;
+        const path = join(root, name);
+        await this.threads.remove(path);
+        if (root === this.stagingRoot) removed.push(path);
+      }
     }
     removed.push(...(await this.trash.emptyNow()));
     for (const user of await readdir(this.roots.docsRoot, { withFileTypes: true })) {
@@ -216,6 +236,11 @@ export class NodeReleaseFs implements ReleaseFs {
 
   private projectDir(user: Username, project: ProjectName): string {
     return join(this.roots.deploysRoot, user, project);
+  }
+
+  /** The user's content-addressed store (docs/content-store.md); no project name starts with a dot. */
+  private objectsDir(user: Username): string {
+    return join(this.roots.deploysRoot, user, OBJECTS);
   }
 
   /** Waits for the background deletions queued so far; returns any that failed. */
@@ -246,7 +271,7 @@ export class NodeReleaseFs implements ReleaseFs {
   private prepare(): Promise<boolean> {
     this.prepared ??= (async () => {
       // mkdir -p of the roots: on shared storage another replica may create them first.
-      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.trashRoot]) {
+      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, join(this.roots.deploysRoot, FRESH), this.trashRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
       }
       const probe = join(this.stagingRoot, `.umask-probe+${this.roots.replica}+${process.pid}`);

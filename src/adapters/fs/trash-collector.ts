@@ -21,8 +21,17 @@ export class TrashCollector {
 
   /** Queues a tree that is already inside the trash root. */
   collect(path: string): void {
+    this.enqueue(path, () => this.threads.remove(path));
+  }
+
+  /** Queues the collection of a store's unlinked objects, after the removals before it. */
+  collectObjects(store: string): void {
+    this.enqueue(store, () => this.threads.collectObjects(store));
+  }
+
+  private enqueue(path: string, work: () => Promise<void>): void {
     this.queue = this.queue.then(() =>
-      this.threads.remove(path).catch((error: unknown) => {
+      work().catch((error: unknown) => {
         this.failures.push(`${path}: ${(error as Error).message}`);
       }),
     );

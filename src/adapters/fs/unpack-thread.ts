@@ -7,6 +7,7 @@
  * a second deploy costs its buffers, not another two isolates (16 MiB).
  * docs/performance.md has the figures.
  */
+import { createHash, type Hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { Header, Parser, Pax, type ReadEntry } from 'tar';
@@ -26,8 +27,8 @@ import {
   type ArchiveLimits,
 } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
-import { BATCH_BYTES, OpBatcher } from './fs-ops.js';
-import type { FailureKind, FromUnpacker, FromWriter, Outcome, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
+import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
+import type { FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
 
@@ -119,15 +120,21 @@ class Job {
   private inflatedBytes = 0;
   private inflateEnded = false;
   private drainScheduled = false;
+  /**
+   * The file being unpacked: a small one is held whole until its end, to be sent with
+   * its digest in one PUT; a larger one streams, hashed as it goes.
+   */
+  private file: { path: string; chunks: Buffer[] } | { path: string; hash: Hash } | undefined;
 
   constructor(
     private readonly id: number,
     root: string,
+    objects: StagingObjects,
     limits: ArchiveLimits,
     chmod: boolean,
   ) {
     this.ledger = new ArchiveLedger(limits);
-    toWriter({ type: 'begin', job: id, root, chmod });
+    toWriter({ type: 'begin', job: id, root, objects, chmod });
     this.ops = new OpBatcher(
       () => this.toWriter.buffer(),
       (batch) => {
@@ -287,7 +294,12 @@ class Job {
       entry.resume();
       return;
     }
-    this.ops.create(path);
+    if (entry.size <= SMALL_FILE_BYTES) {
+      this.file = { path, chunks: [] };
+    } else {
+      this.file = { path, hash: createHash('sha256') };
+      this.ops.create(path);
+    }
     entry.on('data', this.onFileData);
     entry.on('end', this.onFileEnd);
   }
@@ -295,11 +307,25 @@ class Job {
   // One pair of handlers for every file, not two closures per entry. node-tar ends each
   // entry before it starts the next, so the writer's one open file is this entry's.
   private readonly onFileData = (chunk: Buffer): void => {
-    if (this.reading) this.ops.write(chunk);
+    if (!this.reading || !this.file) return;
+    if ('chunks' in this.file) {
+      this.file.chunks.push(chunk);
+    } else {
+      this.file.hash.update(chunk);
+      this.ops.write(chunk);
+    }
   };
 
   private readonly onFileEnd = (): void => {
-    if (this.reading) this.ops.close();
+    const file = this.file;
+    this.file = undefined;
+    if (!this.reading || !file) return;
+    if ('chunks' in file) {
+      const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
+      this.ops.put(file.path, createHash('sha256').update(bytes).digest(), bytes);
+    } else {
+      this.ops.close(file.hash.digest());
+    }
   };
 
   private complete(): void {
@@ -320,7 +346,7 @@ writer.on('message', (message: FromWriter) => {
 });
 main.on('message', (message: ToUnpacker) => {
   if (message.type === 'begin') {
-    jobs.set(message.job, new Job(message.job, message.dir, message.limits, message.chmod));
+    jobs.set(message.job, new Job(message.job, message.dir, message.objects, message.limits, message.chmod));
     return;
   }
   const job = jobs.get(message.job);

@@ -6,11 +6,14 @@
  * writer serves every deploy (each job has its own root and open file) and deletes the
  * trees the main thread sends it, a few entries at a time between batches.
  */
-import { closeSync, constants, fchmodSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fchmodSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
-import { OP_CLOSE, OP_CREATE, OP_MKDIR, OP_WRITE } from './fs-ops.js';
-import type { FromWriter, RemoveRequest, Removed, ThreadData, ToWriter } from './fs-protocol.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
+import { ObjectAdoption, ObjectCollection } from './store-objects.js';
+import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { TreeRemoval } from './tree-removal.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
@@ -24,13 +27,31 @@ const unpacker = (workerData as ThreadData).peer;
 const toUnpacker = (message: FromWriter, transfer?: ArrayBuffer[]): void => unpacker.postMessage(message, transfer);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+const errorCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
+
 /** One archive being written. */
 class Target {
   private openFd: number | undefined;
+  private openPath = '';
   failed = false;
+  /**
+   * Object names known to be in the store (listed once, at the first file) and those
+   * this job has added beside its staging area. Asking link(2) instead would make a
+   * failed call, and a thrown error, for every new file; a name that is stale (the
+   * store changed meanwhile) only costs a link that fails or a copy not shared.
+   */
+  private stored: Set<string> | undefined;
+  private readonly added = new Set<string>();
 
   constructor(
     private readonly root: string,
+    /**
+     * Where the job's files find bytes to share: the user's store (only read while
+     * staging: a deploy refused later must leave it as it was) and the job's own new
+     * objects, beside the staging area, which the commit adds to the store
+     * (docs/content-store.md).
+     */
+    private readonly objects: StagingObjects,
     /** The umask would strip the published modes: set them explicitly. */
     private readonly chmod: boolean,
   ) {}
@@ -40,20 +61,27 @@ class Target {
     let at = 0;
     while (at < batch.length) {
       const op = batch[at]!;
-      if (op === OP_MKDIR || op === OP_CREATE) {
+      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT) {
         const length = view.getUint16(at + 1);
         const path = `${this.root}/${utf8.decode(batch.subarray(at + 3, at + 3 + length))}`;
         at += 3 + length;
         if (op === OP_MKDIR) this.mkdir(path);
-        else this.create(path);
+        else if (op === OP_CREATE) this.create(path);
+        else {
+          const digest = batch.subarray(at, at + DIGEST_BYTES);
+          const size = view.getUint32(at + DIGEST_BYTES);
+          at += DIGEST_BYTES + 4;
+          this.put(path, digest, batch.subarray(at, at + size));
+          at += size;
+        }
       } else if (op === OP_WRITE) {
         const length = view.getUint32(at + 1);
         if (this.openFd === undefined) throw new Error('file data arrived with no file open');
         writeFully(this.openFd, batch.subarray(at + 5, at + 5 + length));
         at += 5 + length;
       } else if (op === OP_CLOSE) {
-        this.close();
-        at += 1;
+        this.closeAndShare(batch.subarray(at + 1, at + 1 + DIGEST_BYTES));
+        at += 1 + DIGEST_BYTES;
       } else {
         throw new Error(`unknown file-system operation ${op}`);
       }
@@ -80,7 +108,97 @@ class Target {
   private create(path: string): void {
     if (this.openFd !== undefined) throw new Error('a file was created while another was open');
     this.openFd = openSync(path, CREATE_NEW, PUBLISHED_FILE_MODE);
+    this.openPath = path;
     if (this.chmod) fchmodSync(this.openFd, PUBLISHED_FILE_MODE);
+  }
+
+  /**
+   * A whole small file: one link(2) to the same bytes, stored or new in this deploy,
+   * or, if there are none, written and kept as a new object.
+   */
+  private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
+    if (bytes.length > 0) {
+      if (this.linkShared(objectName(digest), path)) return;
+    }
+    this.create(path);
+    writeFully(this.openFd!, bytes);
+    this.closeAndShare(digest);
+  }
+
+  /**
+   * Closes the open file and shares it: if its bytes are stored already, or new in this
+   * deploy already, it is replaced by a link to them (rename(2) over it, so the path is
+   * never missing), which frees its own copy; otherwise it becomes a new object.
+   */
+  private closeAndShare(digest: Uint8Array): void {
+    const fd = this.openFd;
+    const path = this.openPath;
+    if (fd === undefined) throw new Error('a file was closed with none open');
+    const empty = fstatSync(fd).size === 0;
+    this.close();
+    // Empty files share nothing worth a link: each is an inode, as tar makes it.
+    if (empty) return;
+    const name = objectName(digest);
+    const spare = `${this.objects.fresh}/tmp+${randomBytes(8).toString('hex')}`;
+    if (this.linkShared(name, spare)) {
+      renameSync(spare, path);
+      return;
+    }
+    const object = `${this.objects.fresh}/${name}`;
+    try {
+      linkSync(path, object);
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') throw error;
+      mkdirSync(dirname(object), { mode: 0o755 });
+      linkSync(path, object);
+    }
+    this.added.add(name);
+  }
+
+  /** Links the object `name` as `path`, from this job's new objects or the store, if either has it. */
+  private linkShared(name: string, path: string): boolean {
+    if (this.added.has(name)) return linkIfThere(`${this.objects.fresh}/${name}`, path);
+    this.stored ??= listStore(this.objects.store);
+    return this.stored.has(name) && linkIfThere(`${this.objects.store}/${name}`, path);
+  }
+}
+
+/**
+ * An object's name in a store: its SHA-256 in hex under a shard of its first digit.
+ * Sixteen shards: a directory cannot be shared, so each costs every user a block, and
+ * ext4's hashed directories hold tens of thousands of entries without slowing.
+ */
+function objectName(digest: Uint8Array): string {
+  const hex = Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex');
+  return `${hex.slice(0, 1)}/${hex.slice(1)}`;
+}
+
+/** Every object name in a store (`<shard>/<rest>`); none if it does not exist yet. */
+function listStore(store: string): Set<string> {
+  const names = new Set<string>();
+  let shards: string[];
+  try {
+    shards = readdirSync(store);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return names;
+    throw error;
+  }
+  for (const shard of shards) {
+    if (shard.length !== 1) continue;
+    for (const rest of readdirSync(`${store}/${shard}`)) names.add(`${shard}/${rest}`);
+  }
+  return names;
+}
+
+/** Links `object` as `path`; false if there is no such object, or it has all the links it may. */
+function linkIfThere(object: string, path: string): boolean {
+  try {
+    linkSync(object, path);
+    return true;
+  } catch (error) {
+    // ENOENT: not stored (or just collected); EMLINK: shared as often as the filesystem allows.
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'EMLINK') return false;
+    throw error;
   }
 }
 
@@ -93,7 +211,7 @@ const targets = new Map<number, Target>();
 
 unpacker.on('message', (message: ToWriter) => {
   if (message.type === 'begin') {
-    targets.set(message.job, new Target(message.root, message.chmod));
+    targets.set(message.job, new Target(message.root, message.objects, message.chmod));
     return;
   }
   const target = targets.get(message.job);
@@ -123,8 +241,8 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-/** Removals in the order asked, the first one in progress. */
-const removals: { id: number; removal: TreeRemoval }[] = [];
+/** Removals, collections and adoptions in the order asked, the first one in progress. */
+const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption }[] = [];
 let removing = false;
 
 function removeSome(): void {
@@ -148,7 +266,13 @@ function removeSome(): void {
 }
 
 main.on('message', (message: RemoveRequest) => {
-  removals.push({ id: message.id, removal: new TreeRemoval(message.path) });
+  const removal =
+    message.type === 'adopt'
+      ? new ObjectAdoption(message.path, message.into)
+      : message.type === 'collect'
+        ? new ObjectCollection(message.path)
+        : new TreeRemoval(message.path);
+  removals.push({ id: message.id, removal });
   if (!removing) {
     removing = true;
     setImmediate(removeSome);

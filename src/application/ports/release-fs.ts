@@ -18,11 +18,11 @@ export interface StagedRelease {
 export interface ReleaseFs {
   /**
    * Unpacks a gzip-compressed tar into a fresh staging area, enforcing the archive
-   * policy and `limits`. Throws ArchiveRejected for a bad archive, MissingArchive for
+   * policy and `limits`; its files share the bytes of `user`'s other releases. Throws ArchiveRejected for a bad archive, MissingArchive for
    * an empty upload, DeployAborted when `signal` fires, or the source's own error;
    * on any failure the staging area is already gone.
    */
-  stage(archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease>;
+  stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease>;
   discard(staged: StagedRelease): Promise<void>;
   /** Moves a staged archive into place as release `id`; the live site is unchanged. */
   commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void>;
