@@ -93,7 +93,16 @@ export class ObjectAdoption extends StoreWalk {
   protected enter(shard: string): string[] {
     // A temporary link the writer made on the way to a rename is no object.
     if (shard.startsWith('tmp+')) return [];
-    mkdirSync(join(this.store, shard), { recursive: true, mode: 0o755 });
+    mkdirSync(this.store, { recursive: true, mode: 0o755 });
+    try {
+      // A shard the store has not got yet (a user's first deploy: all sixteen) moves
+      // whole, one rename instead of one per object.
+      renameSync(join(this.root, shard), join(this.store, shard));
+      return [];
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+    }
     return readdirSync(join(this.root, shard));
   }
 

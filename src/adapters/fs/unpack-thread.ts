@@ -7,7 +7,7 @@
  * a second deploy costs its buffers, not another two isolates (16 MiB).
  * docs/performance.md has the figures.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash, type Hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { Header, Parser, Pax, type ReadEntry } from 'tar';
@@ -322,7 +322,7 @@ class Job {
     if (!this.reading || !file) return;
     if ('chunks' in file) {
       const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
-      this.ops.put(file.path, createHash('sha256').update(bytes).digest(), bytes);
+      this.ops.put(file.path, hash('sha256', bytes, 'buffer') as unknown as Buffer, bytes);
     } else {
       this.ops.close(file.hash.digest());
     }

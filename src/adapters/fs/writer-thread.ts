@@ -6,8 +6,7 @@
  * writer serves every deploy (each job has its own root and open file) and deletes the
  * trees the main thread sends it, a few entries at a time between batches.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
@@ -42,6 +41,7 @@ class Target {
    */
   private stored: Set<string> | undefined;
   private readonly added = new Set<string>();
+  private spares = 0;
 
   constructor(
     private readonly root: string,
@@ -117,33 +117,37 @@ class Target {
    * or, if there are none, written and kept as a new object.
    */
   private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
-    if (bytes.length > 0) {
-      if (this.linkShared(objectName(digest), path)) return;
-    }
+    // Empty files share nothing worth a link: each is an inode, as tar makes it.
+    const name = bytes.length > 0 ? objectName(digest) : undefined;
+    if (name !== undefined && this.linkShared(name, path)) return;
     this.create(path);
     writeFully(this.openFd!, bytes);
-    this.closeAndShare(digest);
+    this.close();
+    if (name !== undefined) this.keepAsNew(path, name);
   }
 
   /**
-   * Closes the open file and shares it: if its bytes are stored already, or new in this
-   * deploy already, it is replaced by a link to them (rename(2) over it, so the path is
-   * never missing), which frees its own copy; otherwise it becomes a new object.
+   * Closes the open (large, so never empty) file and shares it: if its bytes are stored
+   * already, or new in this deploy already, it is replaced by a link to them (rename(2)
+   * over it, so the path is never missing), which frees its own copy; otherwise it
+   * becomes a new object.
    */
   private closeAndShare(digest: Uint8Array): void {
-    const fd = this.openFd;
     const path = this.openPath;
-    if (fd === undefined) throw new Error('a file was closed with none open');
-    const empty = fstatSync(fd).size === 0;
+    if (this.openFd === undefined) throw new Error('a file was closed with none open');
     this.close();
-    // Empty files share nothing worth a link: each is an inode, as tar makes it.
-    if (empty) return;
     const name = objectName(digest);
-    const spare = `${this.objects.fresh}/tmp+${randomBytes(8).toString('hex')}`;
+    // Unique within the job's own directory of new objects, which no other job uses.
+    const spare = `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
     if (this.linkShared(name, spare)) {
       renameSync(spare, path);
       return;
     }
+    this.keepAsNew(path, name);
+  }
+
+  /** Keeps a file just written as a new object, beside the staging area until the commit. */
+  private keepAsNew(path: string, name: string): void {
     const object = `${this.objects.fresh}/${name}`;
     try {
       linkSync(path, object);
