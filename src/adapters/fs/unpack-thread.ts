@@ -322,7 +322,7 @@ class Job {
     if (!this.reading || !file) return;
     if ('chunks' in file) {
       const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
-      this.ops.put(file.path, hash('sha256', bytes, 'buffer') as unknown as Buffer, bytes);
+      this.ops.put(file.path, hash('sha256', bytes, 'buffer'), bytes);
     } else {
       this.ops.close(file.hash.digest());
     }
