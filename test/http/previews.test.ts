@@ -213,8 +213,9 @@ describe('a preview past PREVIEW_TTL_SECONDS (real server, real directories)', (
         return true;
       }
     }, 'the sweep to remove the expired preview', 10_000);
+    // The sweep removes the link first and prunes the release after it.
+    await until(async () => !(await readdir(join(h.deploysRoot, 'cy/site'))).includes(release), 'the expired preview\'s release to be pruned', 10_000);
     await h.trashEmptied();
-    expect(await readdir(join(h.deploysRoot, 'cy/site'))).not.toContain(release);
     expect((await h.call('GET', '/api/v1/projects/site/previews', { token })).body.previews).toEqual([]);
     expect(await h.call('POST', '/api/v1/projects/site/previews/pr-9/promote', { token })).toMatchObject(NOT_FOUND);
     expect(await readFile(join(h.docsRoot, 'cy/site/index.html'), 'utf8')).toBe('live');
