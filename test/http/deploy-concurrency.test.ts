@@ -129,8 +129,8 @@ describe('a flood of deploys, some stalled (child service, DEPLOYS_MAX_CONCURREN
     expect(mostStaging).toBeLessThanOrEqual(2);
     for (let i = 0; i < 20; i += 1) await expect(readdir(join(s.dataDir, `deploys/flood${i % 5}/stalled-${i}`))).rejects.toThrow(/ENOENT/);
     // Staging emptied, connections closed (a stalled one 5 s after its answer), and no
-    // thread or descriptor left beyond the worker pool's second warm worker (a thread
-    // pair, four descriptors each).
+    // thread or descriptor left beyond a small allowance (the unpack and writer threads
+    // are the same two throughout; libuv's pool may have grown by a thread or two).
     await until(() => {
       const now = levels(pid);
       return s.staging().length === 0 && now.threads <= before.threads + 2 && now.fds <= before.fds + 8;

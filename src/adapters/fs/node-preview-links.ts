@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { lstat, readdir, readlink, rename, rm, symlink, unlink } from 'node:fs/promises';
+import { lstat, readdir, readlink, rm, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { PreviewLinks } from '../../application/ports/preview-links.js';
@@ -8,7 +7,8 @@ import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
-import { fsyncDirectory, mkdirDurable } from './durability.js';
+import { fsyncDirectory } from './durability.js';
+import { swapLink, temporaryLinkOf } from './link-swap.js';
 
 export interface PreviewRoots {
   /** Preview links: <previewsRoot>/<user>/<project>/<preview>. */
@@ -43,22 +43,11 @@ export class NodePreviewLinks implements PreviewLinks {
   private readonly tempLink: RegExp;
 
   constructor(@inject(PREVIEW_ROOTS) private readonly roots: PreviewRoots) {
-    this.tempLink = new RegExp(`^\\..+\\.tmp\\+${roots.replica.replace(/[.]/g, '\\.')}\\+[0-9a-f]+$`);
+    this.tempLink = temporaryLinkOf(roots.replica);
   }
 
   async link(user: Username, project: ProjectName, name: PreviewName, id: ReleaseId): Promise<void> {
-    const dir = join(this.roots.previewsRoot, user, project);
-    await mkdirDurable(dir);
-    const temporary = join(dir, `.${name}.tmp+${this.roots.replica}+${randomBytes(6).toString('hex')}`);
-    await symlink(`${join(this.roots.deploysRoot, user, project, id)}/`, temporary);
-    try {
-      // rename(2) replaces the old link atomically: the preview's address never blanks.
-      await rename(temporary, join(dir, name));
-    } catch (error) {
-      await unlink(temporary).catch(() => undefined);
-      throw error;
-    }
-    await fsyncDirectory(dir);
+    await swapLink(join(this.roots.previewsRoot, user, project), name, `${join(this.roots.deploysRoot, user, project, id)}/`, this.roots.replica);
   }
 
   async list(user: Username, project: ProjectName): Promise<Preview[]> {

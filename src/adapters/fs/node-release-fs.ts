@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, stat, symlink, unlink } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { ReleaseFs, StagedRelease } from '../../application/ports/release-fs.js';
@@ -10,6 +10,7 @@ import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
 import { ArchiveExtractor } from './archive-extractor.js';
 import { fsyncDirectory, mkdirDurable, syncFilesystem } from './durability.js';
+import { swapLink, temporaryLinkOf } from './link-swap.js';
 import { treeBytes } from './tree-bytes.js';
 import { TrashCollector } from './trash-collector.js';
 import type { FsThreads } from './fs-threads.js';
@@ -45,7 +46,7 @@ const freshObjects = (stagingDir: string): string => join(dirname(dirname(stagin
 const mine = (replica: string) => ({
   staging: `deploy+${replica}+`,
   trash: `${replica}+`,
-  tempLink: new RegExp(`^\\..+\\.tmp\\+${replica.replace(/[.]/g, '\\.')}\\+[0-9a-f]+$`),
+  tempLink: temporaryLinkOf(replica),
 });
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
@@ -117,18 +118,7 @@ export class NodeReleaseFs implements ReleaseFs {
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    const linkDir = join(this.roots.docsRoot, user);
-    await mkdirDurable(linkDir);
-    const temporary = join(linkDir, `.${project}.tmp+${this.roots.replica}+${randomBytes(6).toString('hex')}`);
-    await symlink(`${join(this.projectDir(user, project), id)}/`, temporary);
-    try {
-      // rename(2) replaces the old link atomically: no request ever sees a missing site.
-      await rename(temporary, join(linkDir, project));
-    } catch (error) {
-      await unlink(temporary).catch(() => undefined);
-      throw error;
-    }
-    await fsyncDirectory(linkDir);
+    await swapLink(join(this.roots.docsRoot, user), project, `${join(this.projectDir(user, project), id)}/`, this.roots.replica);
   }
 
   async releases(user: Username, project: ProjectName): Promise<ReleaseId[]> {

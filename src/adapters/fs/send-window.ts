@@ -37,11 +37,6 @@ export class SendWindow {
     return this.unanswered >= this.window;
   }
 
-  /** Every message sent has been answered. */
-  get idle(): boolean {
-    return this.unanswered === 0;
-  }
-
   /** Resolves once another message may be sent (at once if one may). */
   room(): Promise<void> {
     if (!this.full) return Promise.resolve();
