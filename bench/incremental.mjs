@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// Issue 14's targets: a redeploy of a site whose build changed 5% of its files, through
+// the CLI end to end (hash, upload what is missing, assemble, swap), against doing it by
+// hand with `rsync -a --link-dest=<previous release>` into a new directory plus the
+// symlink swap, on the same disk, alternated pair by pair (A B, B A, ...). Also: the
+// bytes the CLI puts on the wire against the full .tar.gz, and the disk five kept
+// releases take against one, for the CLI and for tarball deploys.
+//   npm run build && node bench/incremental.mjs [--shapes small,standard,docs] [--rounds 5] [--dir /some/disk]
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { makeSite, SHAPES } from './fixtures.mjs';
+import { createUser, httpDeploy, startService } from './service.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CLI = join(here, '..', 'dist', 'sitedrop.mjs');
+
+const { values: opts } = parseArgs({
+  options: {
+    shapes: { type: 'string', default: 'small,standard,docs' },
+    // Redeploys per shape, each timed against its by-hand pair; five make five kept releases.
+    rounds: { type: 'string', default: '5' },
+    churn: { type: 'string', default: '0.05' },
+    // The disk by default (the targets are about it), not tmpfs.
+    dir: { type: 'string' },
+    cli: { type: 'string', default: CLI },
+  },
+});
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const du = (...paths) => Number(execFileSync('du', ['-sbc', ...paths], { encoding: 'utf8' }).trim().split('\n').at(-1).split(/\s+/)[0]);
+const files = (root) => {
+  const out = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else out.push(path);
+    }
+  };
+  walk(root);
+  return out.sort();
+};
+
+/** Rewrites `share` of the site's files (a new version of each, the same size class), seeded by `round`. */
+function churn(site, share, round) {
+  const all = files(site);
+  const every = Math.max(1, Math.round(1 / share));
+  let changed = 0;
+  for (let i = round % every; i < all.length; i += every) {
+    const bytes = readFileSync(all[i]);
+    bytes.write(` v${round} `, Math.min(16, Math.max(0, bytes.length - 8)));
+    writeFileSync(all[i], bytes);
+    changed += 1;
+  }
+  return changed;
+}
+
+/**
+ * A TCP proxy in front of the service that counts what the client sends: the bytes on
+ * the wire, whatever the CLI does with them.
+ */
+async function countingProxy(target) {
+  const { port, hostname } = new URL(target);
+  let sent = 0;
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    client.on('data', (chunk) => (sent += chunk.length));
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    take: () => {
+      const n = sent;
+      sent = 0;
+      return n;
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+function timed(command, args, env = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${err}${out}`));
+      else resolve({ ms: performance.now() - started, out });
+    });
+  });
+}
+
+/** The by-hand way: a new release linked against the previous one, then the atomic swap. */
+async function byHand(site, releases, round) {
+  const previous = join(releases, `r${round - 1}`);
+  const next = join(releases, `r${round}`);
+  const live = join(releases, 'live');
+  const script = `rsync -a --link-dest="${previous}" "${site}/" "${next}/" && ln -sfn "${next}" "${live}.tmp" && mv -T "${live}.tmp" "${live}"`;
+  return (await timed('sh', ['-c', script])).ms;
+}
+
+async function shapeRun(work, name) {
+  const root = join(work, name);
+  const fixture = makeSite(join(root, 'fixture'), SHAPES[name]);
+  const data = join(root, 'data');
+  const releases = join(root, 'by-hand');
+  mkdirSync(releases, { recursive: true });
+  const service = await startService(data, { env: { RELEASES_KEEP: '5' } });
+  const proxy = await countingProxy(service.url);
+  try {
+    const token = await createUser(service.url, 'cli');
+    const tarToken = await createUser(service.url, 'tar');
+    const cli = (args) => timed(process.execPath, [opts.cli, 'deploy', fixture.site, '--project', name, '--server', proxy.url, '--json', ...args], { SITEDROP_TOKEN: token });
+    const tarball = () => {
+      execFileSync('tar', ['-czf', fixture.archive, '-C', fixture.site, '.']);
+      return statSync(fixture.archive).size;
+    };
+
+    const first = await cli([]);
+    const firstWire = proxy.take();
+    execFileSync('cp', ['-a', `${fixture.site}/.`, join(releases, 'r0')]);
+    await httpDeploy(service.url, tarToken, name, fixture.archive);
+    const rows = [];
+    for (let round = 1; round <= Number(opts.rounds); round += 1) {
+      const changed = churn(fixture.site, Number(opts.churn), round);
+      const full = tarball();
+      // Alternated: A B, then B A, so neither always meets the disk the other left.
+      let cliMs;
+      let handMs;
+      if (round % 2) {
+        cliMs = (await cli([])).ms;
+        handMs = await byHand(fixture.site, releases, round);
+      } else {
+        handMs = await byHand(fixture.site, releases, round);
+        cliMs = (await cli([])).ms;
+      }
+      const wire = proxy.take();
+      await httpDeploy(service.url, tarToken, name, fixture.archive);
+      rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, wire, full, wireShare: wire / full });
+      console.log(`${name} round ${round}: ${changed} files changed; CLI ${(cliMs / 1000).toFixed(2)} s, by hand ${(handMs / 1000).toFixed(2)} s, ratio ${(cliMs / handMs).toFixed(2)}; wire ${wire} B = ${(wire / full).toFixed(3)}x the .tar.gz (${full} B)`);
+    }
+    // Retention and the store's collection run in the background: let them settle.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const disk = (user) => {
+      const project = join(data, 'deploys', user, name);
+      const kept = readdirSync(project).sort();
+      const one = du(join(project, kept.at(-1)));
+      return { kept: kept.length, ratio: du(join(data, 'deploys', user)) / one, one };
+    };
+    const result = {
+      name,
+      files: fixture.files,
+      firstDeployMs: first.ms,
+      firstWire,
+      medianRatio: median(rows.map((r) => r.ratio)),
+      worstRatio: Math.max(...rows.map((r) => r.ratio)),
+      medianWireShare: median(rows.map((r) => r.wireShare)),
+      worstWireShare: Math.max(...rows.map((r) => r.wireShare)),
+      cliDisk: disk('cli'),
+      tarDisk: disk('tar'),
+      rows,
+    };
+    console.log(
+      `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
+        `five releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x the disk of one`,
+    );
+    return result;
+  } finally {
+    await proxy.close();
+    await service.stop();
+  }
+}
+
+const work = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sitedrop-incremental-')));
+try {
+  const results = [];
+  for (const name of opts.shapes.split(',')) results.push(await shapeRun(work, name));
+  mkdirSync(join(here, 'results'), { recursive: true });
+  const file = join(here, 'results', `incremental-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(results, null, 2));
+  console.log(`\n| shape | files | CLI / rsync --link-dest (median, worst) | wire / .tar.gz (median, worst) | 5 releases / 1: CLI | tarball |`);
+  console.log('|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(`| ${r.name} | ${r.files} | ${r.medianRatio.toFixed(2)}, ${r.worstRatio.toFixed(2)} | ${r.medianWireShare.toFixed(3)}, ${r.worstWireShare.toFixed(3)} | ${r.cliDisk.ratio.toFixed(2)} | ${r.tarDisk.ratio.toFixed(2)} |`);
+  }
+  console.log(`results: ${file}`);
+} finally {
+  if (!opts.dir) rmSync(work, { recursive: true, force: true });
+}
