@@ -162,6 +162,10 @@ async function shapeRun(work, name) {
       const one = du(join(project, kept.at(-1)));
       return { kept: kept.length, ratio: du(join(data, 'deploys', user)) / one, one };
     };
+    // By hand, the last five releases (hard links counted once by one du): what directories cost.
+    const last = Number(opts.rounds);
+    const handReleases = Array.from({ length: Math.min(5, last + 1) }, (_, k) => join(releases, `r${last - k}`));
+    const handDisk = { kept: handReleases.length, ratio: du(...handReleases) / du(handReleases[0]) };
     const result = {
       name,
       files: fixture.files,
@@ -173,11 +177,12 @@ async function shapeRun(work, name) {
       worstWireShare: Math.max(...rows.map((r) => r.wireShare)),
       cliDisk: disk('cli'),
       tarDisk: disk('tar'),
+      handDisk,
       rows,
     };
     console.log(
       `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
-        `five releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x the disk of one`,
+        `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one`,
     );
     return result;
   } finally {
@@ -193,10 +198,10 @@ try {
   mkdirSync(join(here, 'results'), { recursive: true });
   const file = join(here, 'results', `incremental-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(results, null, 2));
-  console.log(`\n| shape | files | CLI / rsync --link-dest (median, worst) | wire / .tar.gz (median, worst) | 5 releases / 1: CLI | tarball |`);
-  console.log('|---|---|---|---|---|---|');
+  console.log(`\n| shape | files | CLI / rsync --link-dest (median, worst) | wire / .tar.gz (median, worst) | kept releases / 1: CLI | tarball | by hand |`);
+  console.log('|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${r.name} | ${r.files} | ${r.medianRatio.toFixed(2)}, ${r.worstRatio.toFixed(2)} | ${r.medianWireShare.toFixed(3)}, ${r.worstWireShare.toFixed(3)} | ${r.cliDisk.ratio.toFixed(2)} | ${r.tarDisk.ratio.toFixed(2)} |`);
+    console.log(`| ${r.name} | ${r.files} | ${r.medianRatio.toFixed(2)}, ${r.worstRatio.toFixed(2)} | ${r.medianWireShare.toFixed(3)}, ${r.worstWireShare.toFixed(3)} | ${r.cliDisk.ratio.toFixed(2)} | ${r.tarDisk.ratio.toFixed(2)} | ${r.handDisk.ratio.toFixed(2)} |`);
   }
   console.log(`results: ${file}`);
 } finally {
