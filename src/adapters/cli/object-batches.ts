@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough, pipeline, Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { Header } from 'tar';
+
+/** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
+export interface MissingObject {
+  readonly digest: string;
+  readonly size: number;
+  readonly path: string;
+}
+
+/** One request's worth: small enough that a failed request costs little to resend, large enough that 40,000 files are a dozen requests. */
+export const BATCH_LIMITS = { bytes: 16 * 1024 * 1024, files: 4000 };
+
+/** Objects in upload order, cut into batches; one larger than a batch travels alone. */
+export function batchObjects(objects: readonly MissingObject[], limits = BATCH_LIMITS): MissingObject[][] {
+  const batches: MissingObject[][] = [];
+  let current: MissingObject[] = [];
+  let bytes = 0;
+  for (const object of objects) {
+    if (current.length === limits.files || (current.length > 0 && bytes + object.size > limits.bytes)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(object);
+    bytes += object.size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+const BLOCK = 512;
+/** Compressed bytes packed ahead of the connection: lets the next batch be ready while one is answered, with memory bounded. */
+const PACKED_AHEAD_BYTES = 4 * 1024 * 1024;
+
+function header(object: MissingObject): Buffer {
+  // Named by digest at the root, 0644, no owner names, a fixed time: the same bytes always pack the same.
+  const block = Buffer.alloc(BLOCK);
+  new Header({ path: object.digest, type: 'File', mode: 0o644, uid: 0, gid: 0, size: object.size, mtime: new Date(0) }).encode(block, 0);
+  return block;
+}
+
+/** The tar entries, each file streamed as it is sent and checked against the digest it was hashed to. */
+async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void): AsyncGenerator<Buffer> {
+  let packed = 0;
+  for (const object of batch) {
+    yield header(object);
+    if (object.size === 0) continue;
+    const hash = createHash('sha256');
+    let read = 0;
+    const handle = await open(join(root, object.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      for await (const chunk of handle.createReadStream({ autoClose: false, end: object.size - 1 }) as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        read += chunk.length;
+        onBytes((packed += chunk.length));
+        yield chunk;
+      }
+    } finally {
+      await handle.close();
+    }
+    // The server would refuse the object anyway; saying which file changed is more use.
+    if (read !== object.size || hash.digest('hex') !== object.digest) throw new Error(`${object.path} changed while it was being deployed: deploy again`);
+    if (object.size % BLOCK !== 0) yield Buffer.alloc(BLOCK - (object.size % BLOCK));
+  }
+  yield Buffer.alloc(2 * BLOCK);
+}
+
+/**
+ * A batch as the protocol's PUT wants it, a gzip-compressed tar, produced as it is read:
+ * at most a few MiB of it are ever in memory, whatever the batch holds. `onBytes` hears
+ * the file bytes packed so far.
+ */
+export function packObjects(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void = () => undefined): Readable {
+  const packed = new PassThrough({ highWaterMark: PACKED_AHEAD_BYTES });
+  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false }), createGzip(), packed, () => undefined);
+  return packed;
+}
