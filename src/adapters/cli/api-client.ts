@@ -77,21 +77,27 @@ export class ApiClient {
   async openDeploy(target: DeployTarget, files: readonly ManifestFile[], signal?: AbortSignal): Promise<DeploySession> {
     const body = await compress(JSON.stringify({ ...target, files }));
     const reply = await this.fetch('POST', '/api/v1/deploys', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal });
-    return ApiClient.answer(reply) as unknown as DeploySession;
+    const session = ApiClient.answer(reply);
+    if (typeof session.id !== 'string' || !Array.isArray(session.missing)) throw new ServerError(reply.status, 'the server answered the manifest without a session id or a list of missing files');
+    return session as unknown as DeploySession;
   }
 
   /** One batch of objects, a gzip-compressed tar streamed as it is packed. */
   async uploadObjects(id: string, batch: Readable, signal?: AbortSignal): Promise<void> {
-    ApiClient.answer(await this.stream('PUT', `/api/v1/deploys/${id}/objects`, 'application/gzip', batch, signal));
+    ApiClient.answer(await this.stream('PUT', `${ApiClient.session(id)}/objects`, 'application/gzip', batch, signal));
   }
 
   /** Goes live; a ServerError 409 whose body lists `missing` asks for those objects first. */
-  async publishDeploy(id: string, signal?: AbortSignal): Promise<Json> {
-    return ApiClient.answer(await this.fetch('POST', `/api/v1/deploys/${id}/publish`, { signal }), { statusOk: true });
+  async publishDeploy(id: string): Promise<Json> {
+    return ApiClient.answer(await this.fetch('POST', `${ApiClient.session(id)}/publish`, {}), { statusOk: true });
   }
 
   async deleteDeploy(id: string): Promise<void> {
-    ApiClient.answer(await this.fetch('DELETE', `/api/v1/deploys/${id}`, {}));
+    ApiClient.answer(await this.fetch('DELETE', ApiClient.session(id), {}));
+  }
+
+  private static session(id: string): string {
+    return `/api/v1/deploys/${encodeURIComponent(id)}`;
   }
 
   private authorization(): Record<string, string> {

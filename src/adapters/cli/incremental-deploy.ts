@@ -20,7 +20,7 @@ export interface DeployCounts {
 export class ProtocolAbsent extends Error {}
 
 export interface Conversation {
-  /** Aborts whatever request is under way; the session is then deleted. */
+  /** Aborts the manifest or an upload under way (not a publish); the session is then deleted. */
   readonly signal?: AbortSignal;
   readonly sending: (objects: number, bytes: number) => Meter;
   readonly notice: (line: string) => void;
@@ -100,8 +100,10 @@ export async function deployIncrementally(
         for (const object of objects) sent.add(object.digest);
         sentBytes += bytes;
       }
+      signal?.throwIfAborted();
       try {
-        const answer = await api.publishDeploy(session.id, signal);
+        // Not abortable once asked: a publish is short, and only its answer says whether the site changed.
+        const answer = await api.publishDeploy(session.id);
         const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
         const sentFiles = files.filter((file) => sent.has(file.digest)).length;
         return { answer, counts: { mode: 'incremental', sentFiles, sentBytes, skippedFiles: files.length - sentFiles, totalFiles: files.length, totalBytes } };
