@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, open, readdir } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileChunks, linkRefused, notRegular } from './file-chunks.js';
 import { UsageError } from './usage-error.js';
 
 /** One file of a site as the protocol's manifest lists it: where, how big, SHA-256 of its bytes. */
@@ -22,8 +22,6 @@ export interface SiteFolder {
 
 /** Files hashed or measured at once: enough to keep a disk and a core busy, few enough to bound open files and buffers. */
 const CONCURRENCY = 12;
-/** Up to this a file is read in one call; a larger one streams, so memory never holds more than this per file at a time. */
-const WHOLE_READ_BYTES = 256 * 1024;
 
 /**
  * Checks a build folder the way the server will, so mistakes are named here: links are
@@ -38,10 +36,10 @@ export async function readSiteFolder(root: string): Promise<SiteFolder> {
     const entries = await readdir(join(root, relative), { withFileTypes: true });
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
-      if (entry.isSymbolicLink()) throw new UsageError(`${path} is a symbolic link: the server refuses links, replace it with the file it points to`);
+      if (entry.isSymbolicLink()) throw linkRefused(path);
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile()) files.push(path);
-      else throw new UsageError(`${path} is not a regular file or directory`);
+      else throw notRegular(path);
     }
   };
   await walk('');
@@ -65,29 +63,13 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
 
 /** Size and SHA-256 of one file, from the bytes actually read: a file that changes while it is read is described as read. */
 async function hashFile(root: string, path: string): Promise<ManifestFile> {
-  // O_NOFOLLOW: a file swapped for a link since the walk is refused, not followed.
-  const handle = await open(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW).catch((error: NodeJS.ErrnoException) => {
-    throw error.code === 'ELOOP' ? new UsageError(`${path} is a symbolic link: the server refuses links, replace it with the file it points to`) : error;
-  });
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new UsageError(`${path} is not a regular file or directory`);
-    const hash = createHash('sha256');
-    let size = 0;
-    if (info.size <= WHOLE_READ_BYTES) {
-      const bytes = await handle.readFile();
-      hash.update(bytes);
-      size = bytes.length;
-    } else {
-      for await (const chunk of handle.createReadStream({ autoClose: false }) as AsyncIterable<Buffer>) {
-        hash.update(chunk);
-        size += chunk.length;
-      }
-    }
-    return { path, size, digest: hash.digest('hex') };
-  } finally {
-    await handle.close();
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of fileChunks(root, path)) {
+    hash.update(chunk);
+    size += chunk.length;
   }
+  return { path, size, digest: hash.digest('hex') };
 }
 
 /** Every file of the folder hashed, a few at a time; `onHashed` hears each one as it finishes. */

@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { join } from 'node:path';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { Header } from 'tar';
+import { fileChunks } from './file-chunks.js';
 
 /** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
 export interface MissingObject {
@@ -53,16 +51,11 @@ async function* tarEntries(root: string, batch: readonly MissingObject[], onByte
     if (object.size === 0) continue;
     const hash = createHash('sha256');
     let read = 0;
-    const handle = await open(join(root, object.path), constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      for await (const chunk of handle.createReadStream({ autoClose: false, end: object.size - 1 }) as AsyncIterable<Buffer>) {
-        hash.update(chunk);
-        read += chunk.length;
-        onBytes((packed += chunk.length));
-        yield chunk;
-      }
-    } finally {
-      await handle.close();
+    for await (const chunk of fileChunks(root, object.path, object.size)) {
+      hash.update(chunk);
+      read += chunk.length;
+      onBytes((packed += chunk.length));
+      yield chunk;
     }
     // The server would refuse the object anyway; saying which file changed is more use.
     if (read !== object.size || hash.digest('hex') !== object.digest) throw new Error(`${object.path} changed while it was being deployed: deploy again`);
