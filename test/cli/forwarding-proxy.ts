@@ -13,7 +13,7 @@ export interface Exchange {
  * Decides what happens to a request before it is forwarded: 'forward' (after whatever the
  * test does to the real server first), or 'answered' (the hook answered, or holds it).
  */
-export type Hook = (req: IncomingMessage, res: ServerResponse, seen: readonly Exchange[]) => Promise<'forward' | 'answered'> | 'forward' | 'answered';
+export type Hook = (req: IncomingMessage, res: ServerResponse) => Promise<'forward' | 'answered'> | 'forward' | 'answered';
 
 export interface ForwardingProxy {
   readonly url: string;
@@ -37,7 +37,7 @@ export async function startForwardingProxy(upstream: string): Promise<Forwarding
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => (exchange.body = Buffer.concat(chunks)));
     req.pause();
-    void Promise.resolve(proxy.hook(req, res, seen)).then((decision) => {
+    void Promise.resolve(proxy.hook(req, res)).then((decision) => {
       if (decision === 'answered') return req.resume();
       const onward = request(new URL(exchange.path, upstream), { method: exchange.method, headers: req.headers });
       onward.on('response', (answer) => {
