@@ -29,6 +29,17 @@ import { RELEASE_FS } from './application/ports/release-fs.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
 import { TOKEN_STORE } from './application/ports/token-store.js';
 import { PruneReleases } from './application/prune-releases.js';
+import { PublishRelease } from './application/publish-release.js';
+import { DeploySessionAccess } from './application/deploy-session-access.js';
+import { OpenDeploySession } from './application/open-deploy-session.js';
+import { ShowDeploySession } from './application/show-deploy-session.js';
+import { UploadObjects } from './application/upload-objects.js';
+import { PublishDeploySession } from './application/publish-deploy-session.js';
+import { CancelDeploySession } from './application/cancel-deploy-session.js';
+import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
+import { DEPLOY_SESSIONS } from './application/ports/deploy-sessions.js';
+import { SESSION_OBJECTS } from './application/ports/session-objects.js';
+import { KyselyDeploySessions } from './adapters/db/kysely-deploy-sessions.js';
 import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
@@ -56,6 +67,8 @@ export async function buildContainer(config: Config): Promise<Container> {
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   c.bind(NodeReleaseFs).toSelf().inSingletonScope();
   c.bind(RELEASE_FS).toService(NodeReleaseFs);
+  c.bind(SESSION_OBJECTS).toService(NodeReleaseFs);
+  c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   if (databaseKind(config.databaseUrl) === 'postgres') {
@@ -73,9 +86,11 @@ export async function buildContainer(config: Config): Promise<Container> {
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
     previews: { max: config.previewsMax, ttlSeconds: config.previewTtlSeconds },
+    sessions: { maxPerUser: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
-  for (const useCase of [...useCases, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews]) {
+  const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ExpireDeploySessions];
+  for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ...incremental]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

@@ -9,6 +9,12 @@ import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
 import { DeletePreview } from './application/delete-preview.js';
 import { ExpirePreviews } from './application/expire-previews.js';
+import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
+import { CancelDeploySession } from './application/cancel-deploy-session.js';
+import { OpenDeploySession } from './application/open-deploy-session.js';
+import { PublishDeploySession } from './application/publish-deploy-session.js';
+import { ShowDeploySession } from './application/show-deploy-session.js';
+import { UploadObjects } from './application/upload-objects.js';
 import { DeployRelease } from './application/deploy-release.js';
 import { ListDeployKeys } from './application/list-deploy-keys.js';
 import { ListPreviews } from './application/list-previews.js';
@@ -49,13 +55,20 @@ export async function startService(config: Config, adminToken: string, logger: L
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
-    settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, uploadIdleSeconds: config.uploadIdleSeconds },
+    settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds },
     createUser: container.get(CreateOrRerollUser),
     deleteUser: container.get(DeleteUser),
     authenticate: container.get(AuthenticateUser),
     authenticateDeployer: container.get(AuthenticateDeployer),
     deploy: container.get(DeployRelease),
     deploys,
+    sessions: {
+      open: container.get(OpenDeploySession),
+      show: container.get(ShowDeploySession),
+      upload: container.get(UploadObjects),
+      publish: container.get(PublishDeploySession),
+      cancel: container.get(CancelDeploySession),
+    },
     slots,
     listProjects: container.get(ListProjects),
     listReleases: container.get(ListReleases),
@@ -81,13 +94,18 @@ export async function startService(config: Config, adminToken: string, logger: L
     server.listen(config.port, config.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const sweep = sweepExpiredPreviews(container.get(ExpirePreviews), config.previewTtlSeconds, logger);
+  const sweeps = [
+    sweepEvery(config.previewTtlSeconds, logger, 'expired previews swept', 'sweeping expired previews failed', () => container.get(ExpirePreviews).execute()),
+    sweepEvery(config.deploySessionSeconds, logger, 'expired deploy sessions swept', 'sweeping expired deploy sessions failed', () =>
+      container.get(ExpireDeploySessions).execute(),
+    ),
+  ];
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
 
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = config.shutdownGraceMs): Promise<void> =>
     (stopping ??= (async () => {
-      await sweep.stop();
+      for (const sweep of sweeps) await sweep.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // Deploys still waiting for a slot have sent nothing we read: they are told to retry
@@ -109,21 +127,21 @@ export async function startService(config: Config, adminToken: string, logger: L
 }
 
 /**
- * Removes previews past PREVIEW_TTL_SECONDS (and prunes their releases) in the background:
- * deploys and deletes expire a project's previews too, but a project nobody touches
- * must still lose them. Often enough that a preview outlives its time by at most a tenth
- * of it, from one second to one minute; one sweep at a time.
+ * Removes what has outlived its time in the background: previews past
+ * PREVIEW_TTL_SECONDS (and their releases), deploy sessions past DEPLOY_SESSION_SECONDS
+ * (and their uploads). Deploys and deletes expire a project's previews too, but a
+ * project nobody touches must still lose them. Often enough that nothing outlives its
+ * time by more than a tenth of it, from one second to one minute; one sweep at a time.
  */
-function sweepExpiredPreviews(expire: ExpirePreviews, ttlSeconds: number, logger: Logger): { stop(): Promise<void> } {
+function sweepEvery(ttlSeconds: number, logger: Logger, swept: string, failed: string, sweep: () => Promise<number>): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const every = Math.min(60_000, Math.max(1000, ttlSeconds * 100));
   const timer = setInterval(() => {
-    running ??= expire
-      .execute()
+    running ??= sweep()
       .then((removed) => {
-        if (removed > 0) logger.info('expired previews swept', { releasesRemoved: removed });
+        if (removed > 0) logger.info(swept, { removed });
       })
-      .catch((error: unknown) => logger.error('sweeping expired previews failed', { error: (error as Error).message }))
+      .catch((error: unknown) => logger.error(failed, { error: (error as Error).message }))
       .finally(() => (running = undefined));
   }, every).unref();
   return {

@@ -1,20 +1,13 @@
 import { inject, injectable } from 'inversify';
-import { ArchiveRejected, DeployAborted, MissingArchive, TooManyPreviews, Unauthorized } from '../domain/errors.js';
-import { mayAddPreview, PreviewName } from '../domain/preview.js';
+import { ArchiveRejected, DeployAborted, MissingArchive } from '../domain/errors.js';
+import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
-import { ReleaseId } from '../domain/release-id.js';
-import { enforceStorageQuota, keptAfterDeploy, type HeldReleases, type StoredRelease } from '../domain/storage-quota.js';
 import type { Username } from '../domain/username.js';
-import { mayDeploy, NOT_YET_KNOWN, resolveDeployer, type NotYetKnown } from './deployer.js';
-import { PruneReleases } from './prune-releases.js';
+import { NOT_YET_KNOWN } from './deployer.js';
+import { PublishRelease, type Deployed } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
-import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
-import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
-import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
-import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
-import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
-import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface DeployInput {
   /** The user, or the owner of the deploy key that signed the deploy. */
@@ -37,52 +30,26 @@ export interface DeployInput {
   readonly signal: AbortSignal;
 }
 
-export interface Deployed {
-  readonly user: Username;
-  readonly project: ProjectName;
-  readonly release: ReleaseId;
-  /** Set for a preview deploy: the live link did not move, this preview's did. */
-  readonly preview?: PreviewName;
-  readonly files: number;
-  readonly bytes: number;
-  readonly compressedBytes: number;
-  readonly pruned: ReleaseId[];
-  /** Set when the release went live but removing old ones failed. */
-  readonly pruneError?: Error;
-  /** Set when the release went live but its deploy record could not be written. */
-  readonly recordError?: Error;
-  /**
-   * Milliseconds spent unpacking (upload included), of which flushing the files to disk,
-   * waiting for the lock, publishing, pruning.
-   */
-  readonly timings: { readonly stage: number; readonly flush: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
-}
+export type { Deployed } from './publish-release.js';
 
 /**
- * Unpacks an archive into staging while the upload streams in, then, under the
- * project lock, checks the token again and the storage quota, names the release, moves
- * it into place, swaps the live link and prunes. Until the swap nothing visible
- * changes, and any failure discards the staging area.
+ * Unpacks an archive into staging while the upload streams in, then publishes it
+ * (publish-release.ts). Any failure discards the staging area.
  */
 @injectable()
 export class DeployRelease {
   constructor(
-    @inject(TOKEN_STORE) private readonly tokens: TokenStore,
     @inject(RELEASE_FS) private readonly releases: ReleaseFs,
-    @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
-    @inject(PruneReleases) private readonly prune: PruneReleases,
-    @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
-    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
-    @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(PublishRelease) private readonly publisher: PublishRelease,
   ) {}
 
   async execute(input: DeployInput): Promise<Deployed> {
     // A key's grant is checked as soon as the project is known, so a deploy of a project
     // the key does not cover stops unpacking at once; and again under the lock.
     const project = input.project.then(ProjectName.parse).then(async (name) => {
-      await this.checkStillAuthorised(input.user, input.token, name, NOT_YET_KNOWN);
+      await this.publisher.assertStillAuthorised(input.user, input.token, name, NOT_YET_KNOWN);
       return name;
     });
     // The preview's name is judged after the project's: the client hears of that one first.
@@ -116,7 +83,8 @@ export class DeployRelease {
         await this.releases.discard(staged);
         throw error;
       });
-      return await this.publish(input.user, input.token, named, staged, this.clock.now().getTime() - started);
+      const stageMs = this.clock.now().getTime() - started;
+      return await this.publisher.execute({ user: input.user, token: input.token, ...named, staged, stageMs });
     } finally {
       input.signal.removeEventListener('abort', giveUp);
     }
@@ -143,96 +111,4 @@ export class DeployRelease {
     }
   }
 
-  private async publish(
-    user: Username,
-    token: string,
-    { project, preview }: { project: ProjectName; preview: PreviewName | undefined },
-    staged: StagedRelease,
-    stage: number,
-  ): Promise<Deployed> {
-    let committed: ReleaseId | undefined;
-    let live = false;
-    const ms = () => this.clock.now().getTime();
-    const waiting = ms();
-    try {
-      return await this.lock.withProject(user, project, async (held) => {
-        const locked = ms();
-        // Only with a quota do the user's projects publish one at a time: without one
-        // nothing reads another project's releases, so they need not wait for each other.
-        if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
-        await this.checkStillAuthorised(user, token, project, preview);
-        const previews = await this.prune.livePreviews(user, project);
-        const { max } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
-        if (preview !== undefined && !mayAddPreview(previews.map((p) => p.name), preview, max)) throw new TooManyPreviews(max);
-        const release = ReleaseId.next(this.clock.now(), await this.releases.releases(user, project));
-        const others = previews.filter((p) => p.name !== preview).map((p) => p.release);
-        const heldAfter: HeldReleases =
-          preview === undefined ? { live: release, pinned: others } : { live: await this.releases.liveRelease(user, project), pinned: [...others, release] };
-        await this.enforceQuota(user, project, release, staged.bytes, heldAfter);
-        await this.releases.commit(staged, user, project, release);
-        committed = release;
-        // A preview's release goes live at its own address; the live link does not move.
-        if (preview === undefined) await this.releases.activate(user, project, release);
-        else await this.previews.link(user, project, preview, release);
-        live = true;
-        const swapped = ms();
-        // The site is live now: a record that cannot be written is reported, not a failed deploy.
-        const recorded = await this.records
-          .record({ user, project, release, bytes: staged.bytes, files: staged.files, createdAt: this.clock.now() })
-          .then(() => undefined, (error: unknown) => error as Error);
-        // The site is live on the new release now; a failed prune is retried by the next deploy.
-        const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
-        const timings = { stage, flush: staged.flushMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
-        return {
-          user,
-          project,
-          release,
-          ...(preview === undefined ? {} : { preview }),
-          files: staged.files,
-          bytes: staged.bytes,
-          compressedBytes: staged.compressedBytes,
-          pruned: Array.isArray(pruned) ? pruned : [],
-          ...(pruned instanceof Error ? { pruneError: pruned } : {}),
-          ...(recorded ? { recordError: recorded } : {}),
-          timings,
-        };
-      });
-    } catch (error) {
-      if (committed === undefined) await this.releases.discard(staged);
-      else if (!live) await this.releases.removeRelease(user, project, committed);
-      throw error;
-    }
-  }
-
-  /**
-   * The deploy was signed in before its upload; since then its token may have been
-   * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
-   * with a new token). A key must also grant this project.
-   */
-  private async checkStillAuthorised(user: Username, token: string, project: ProjectName, preview: PreviewName | undefined | NotYetKnown): Promise<void> {
-    const deployer = await resolveDeployer(this.tokens, this.keys, this.clock.now(), token);
-    if (deployer === undefined || deployer.user !== user || !mayDeploy(deployer, project, preview)) throw new Unauthorized();
-  }
-
-  /**
-   * Refuses the deploy when the user's releases kept after it (its own pruning done)
-   * would hold more than the quota. The caller holds the user's storage lock.
-   */
-  private async enforceQuota(user: Username, project: ProjectName, release: ReleaseId, bytes: number, held: HeldReleases): Promise<void> {
-    const limit = this.settings.userMaxBytes;
-    if (limit === undefined) return;
-    const projects = await this.releases.projects(user);
-    const stored = await Promise.all(
-      projects.map(async (p) => (await this.releases.releases(user, p)).map((id) => ({ project: p, release: id }))),
-    );
-    const isNew = (r: StoredRelease) => r.project === project && r.release === release;
-    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep, held).filter((r) => !isNew(r));
-    const records = await Promise.all([...new Set(earlier.map((r) => r.project))].map((p) => this.records.forProject(user, p)));
-    const recorded = new Map(records.flat().map((r) => [`${r.project}/${r.release}`, r.bytes]));
-    const sizes = await Promise.all(
-      // A release from before deploy records, or whose record failed to write, is measured.
-      earlier.map((r) => recorded.get(`${r.project}/${r.release}`) ?? this.releases.releaseBytes(user, r.project, r.release)),
-    );
-    enforceStorageQuota(limit, [bytes, ...sizes]);
-  }
 }

@@ -152,3 +152,46 @@ export class TooManyPreviews extends DomainError {
     super(`the project has ${max} previews, the most it may have`);
   }
 }
+
+/** An incremental deploy's manifest breaks a rule a site archive would; `reason` is shown to the client. */
+export class ManifestRejected extends DomainError {
+  readonly code = 'manifest_rejected';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/** A batch of uploaded objects is not what the session asked for; nothing of it is kept. */
+export class ObjectsRejected extends DomainError {
+  readonly code = 'objects_rejected';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/**
+ * A release cannot be built yet: the user's store lacks these objects (never uploaded,
+ * or collected since the session asked). Uploading them and publishing again succeeds.
+ */
+export class ObjectsMissing extends DomainError {
+  readonly code = 'objects_missing';
+  constructor(readonly digests: readonly string[]) {
+    super(`${digests.length} objects missing`);
+  }
+}
+
+/** No such deploy session for this user: never opened, expired, published or given up. */
+export class DeploySessionNotFound extends DomainError {
+  readonly code = 'deploy_session_not_found';
+  constructor() {
+    super('deploy session not found');
+  }
+}
+
+/** The user already has DEPLOY_SESSIONS_MAX sessions open. */
+export class TooManyDeploySessions extends DomainError {
+  readonly code = 'too_many_deploy_sessions';
+  constructor(readonly max: number) {
+    super(`the user has ${max} deploy sessions open, the most it may have`);
+  }
+}

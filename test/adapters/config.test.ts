@@ -20,6 +20,8 @@ describe('loadConfig', () => {
       previewBase: 'http://localhost:8081/_previews',
       previewTtlSeconds: 604_800,
       previewsMax: 20,
+      deploySessionsMax: 8,
+      deploySessionSeconds: 3600,
       databaseUrl: `sqlite:${resolve('var/sitedrop.db')}`,
       databasePoolMax: 10,
       maxUploadBytes: 104_857_600,

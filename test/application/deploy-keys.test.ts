@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AuthenticateDeployer } from '../../src/application/authenticate-deployer.js';
 import { CreateDeployKey } from '../../src/application/create-deploy-key.js';
 import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
 import { ListDeployKeys } from '../../src/application/list-deploy-keys.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
@@ -23,7 +24,7 @@ async function world() {
   const lock = new InProcessDeployLock();
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deploy = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews);
+  const deploy = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews));
   const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>) =>
     deploy.execute({ user: alice, token, project: Promise.resolve(project), archive, signal: new AbortController().signal });
   return {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { ArchiveRejected, DeployAborted, InvalidProjectName, MissingArchive, StorageQuotaExceeded, Unauthorized } from '../../src/domain/errors.js';
@@ -21,7 +22,7 @@ async function world(keep = 3, userMaxBytes?: number) {
   const records = new InMemoryDeployRecords();
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
-  const deploy = new DeployRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews);
+  const deploy = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
   return { tokens, releases, clock, run, deploy, records, keys, previews };

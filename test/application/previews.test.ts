@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeletePreview } from '../../src/application/delete-preview.js';
 import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
 import { ExpirePreviews } from '../../src/application/expire-previews.js';
 import { ListPreviews } from '../../src/application/list-previews.js';
 import { PromotePreview } from '../../src/application/promote-preview.js';
@@ -23,7 +24,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const lock = new InProcessDeployLock();
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
   const prune = new PruneReleases(releases, settings, previews, clock);
-  const deployer = new DeployRelease(tokens, releases, lock, clock, settings, prune, new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
+  const deployer = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, prune, new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews));
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };

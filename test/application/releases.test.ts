@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeleteProject } from '../../src/application/delete-project.js';
 import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
 import { ListProjects } from '../../src/application/list-projects.js';
 import { ListReleases } from '../../src/application/list-releases.js';
 import { ListUsers } from '../../src/application/list-users.js';
@@ -25,7 +26,7 @@ async function world() {
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deployer = new DeployRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews);
+  const deployer = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;

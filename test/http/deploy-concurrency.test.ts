@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AuthenticateDeployer } from '../../src/application/authenticate-deployer.js';
 import { DeployRelease } from '../../src/application/deploy-release.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import type { StagedRelease } from '../../src/application/ports/release-fs.js';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
@@ -299,7 +300,7 @@ describe('the idle limit counts only the time the service is asking for bytes (r
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1 },
       authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock()), new InMemoryDeployRecords(), keys, previews),
+      deploy: new DeployRelease(releases, new FixedClock(), settings, new PublishRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock()), new InMemoryDeployRecords(), keys, previews)),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),

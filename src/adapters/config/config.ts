@@ -22,6 +22,10 @@ export interface Config {
   readonly previewTtlSeconds: number;
   /** Previews a project may have at once. */
   readonly previewsMax: number;
+  /** DEPLOY_SESSIONS_MAX: incremental deploy sessions a user may have open at once. */
+  readonly deploySessionsMax: number;
+  /** DEPLOY_SESSION_SECONDS: an incremental deploy session expires this long after its last use. */
+  readonly deploySessionSeconds: number;
   readonly databaseUrl: string;
   readonly databasePoolMax: number;
   readonly maxUploadBytes: number;
@@ -143,6 +147,8 @@ export function loadConfig(env: Env = process.env): Config {
     previewBase: baseUrl(env, 'PREVIEW_BASE', `${sites}/_previews`),
     previewTtlSeconds: integer(env, 'PREVIEW_TTL_SECONDS', 7 * 86_400, 1),
     previewsMax: integer(env, 'PREVIEWS_MAX', 20, 1, 10_000),
+    deploySessionsMax: integer(env, 'DEPLOY_SESSIONS_MAX', 8, 1, 1000),
+    deploySessionSeconds: integer(env, 'DEPLOY_SESSION_SECONDS', 3600, 1, 7 * 86_400),
     databaseUrl: database,
     databasePoolMax: integer(env, 'DATABASE_POOL_MAX', 10, 1, 1000),
     maxUploadBytes: integer(env, 'MAX_UPLOAD_BYTES', 104_857_600, 1),

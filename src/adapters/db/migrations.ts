@@ -44,6 +44,23 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('deploy_keys_project').on('deploy_keys').columns(['username', 'project']).execute();
     },
   },
+  '2026-12-08-004-deploy-sessions': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('deploy_sessions')
+        .addColumn('id', 'char(32)', (c) => c.primaryKey())
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('project', 'varchar(64)', (c) => c.notNull())
+        .addColumn('preview', 'varchar(64)')
+        // JSON: [[path, size, digest], ...]; tens of thousands of files are a few MB.
+        .addColumn('files', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('expires_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('deploy_sessions_user').on('deploy_sessions').columns(['username', 'expires_at']).execute();
+      await db.schema.createIndex('deploy_sessions_expiry').on('deploy_sessions').column('expires_at').execute();
+    },
+  },
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

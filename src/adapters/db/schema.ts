@@ -32,8 +32,21 @@ export interface DeployKeysTable {
   last_used_at: string | null;
 }
 
+export interface DeploySessionsTable {
+  id: string;
+  username: string;
+  project: string;
+  preview: string | null;
+  /** The manifest's files as JSON: [[path, size, digest], ...]. */
+  files: string;
+  created_at: string;
+  /** ISO-8601 UTC, so text order is time order. */
+  expires_at: string;
+}
+
 export interface Schema {
   users: UsersTable;
   deploys: DeploysTable;
   deploy_keys: DeployKeysTable;
+  deploy_sessions: DeploySessionsTable;
 }

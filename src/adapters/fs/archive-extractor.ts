@@ -1,6 +1,7 @@
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import { ArchiveRejected, DeployAborted, MissingArchive } from '../../domain/errors.js';
-import type { FromUnpacker, Outcome, StagingObjects } from './fs-protocol.js';
+import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../domain/errors.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import type { ExpectedObjects, FromUnpacker, Outcome, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
@@ -50,11 +51,22 @@ function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): 
 export class ArchiveExtractor {
   constructor(private readonly threads: FsThreads) {}
 
-  /** Unpacks into `dir`, sharing its files' bytes through `objects`. */
-  async extract(archive: AsyncIterable<Uint8Array>, dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean, signal: AbortSignal): Promise<Extracted> {
+  /**
+   * Unpacks into `dir`, sharing its files' bytes through `objects`. With `expect`, the
+   * archive is a batch of objects of an incremental deploy, each checked against it.
+   */
+  async extract(
+    archive: AsyncIterable<Uint8Array>,
+    dir: string,
+    objects: StagingObjects,
+    limits: ArchiveLimits,
+    chmod: boolean,
+    signal: AbortSignal,
+    expect?: ExpectedObjects,
+  ): Promise<Extracted> {
     const extraction = new Extraction(this.threads, signal);
     try {
-      extraction.begin(dir, objects, limits, chmod);
+      extraction.begin(dir, objects, limits, chmod, expect);
       const compressedBytes = await extraction.send(archive);
       const outcome = await extraction.finish(compressedBytes > 0);
       if (compressedBytes === 0) throw new MissingArchive();
@@ -65,6 +77,27 @@ export class ArchiveExtractor {
       return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, compressedBytes };
     } finally {
       extraction.close();
+    }
+  }
+
+  /**
+   * Builds `files` in `dir` from objects the user has (`objects.store`, or
+   * `objects.uploads`, kept as new). Throws ObjectsMissing naming those it lacks.
+   */
+  async assemble(files: readonly ManifestFile[], dir: string, objects: StagingObjects, chmod: boolean): Promise<Omit<Extracted, 'compressedBytes'>> {
+    let answer!: (outcome: Outcome) => void;
+    const answered = new Promise<Outcome>((resolve) => (answer = resolve));
+    const job = this.threads.openJob((message) => {
+      if (message.type !== 'ack') answer(message);
+    });
+    try {
+      job.post({ type: 'assemble', job: job.id, dir, objects, files, chmod });
+      const outcome = await answered;
+      if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes };
+      if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
+      throw new Error(`assembly failed: ${outcome.message}`);
+    } finally {
+      job.close();
     }
   }
 }
@@ -98,8 +131,8 @@ class Extraction {
     signal.addEventListener('abort', this.wake);
   }
 
-  begin(dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean): void {
-    this.job.post({ type: 'begin', job: this.job.id, dir, objects, limits, chmod });
+  begin(dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean, expect: ExpectedObjects | undefined): void {
+    this.job.post({ type: 'begin', job: this.job.id, dir, objects, limits, chmod, ...(expect ? { expect } : {}) });
   }
 
   /**

@@ -12,12 +12,16 @@
  *   PUT    u16 length, path, digest, u32 length, bytes
  *                                                a whole small file: a link to the stored
  *                                                object if there is one, else written and stored
+ *   LINK   u16 length, path, digest              a file built from an object the user already
+ *                                                has (an incremental deploy): a link to it, or,
+ *                                                if it has gone, noted as missing
  */
 export const OP_MKDIR = 1;
 export const OP_CREATE = 2;
 export const OP_WRITE = 3;
 export const OP_CLOSE = 4;
 export const OP_PUT = 5;
+export const OP_LINK = 6;
 
 export const BATCH_BYTES = 256 * 1024;
 export const DIGEST_BYTES = 32;
@@ -79,6 +83,13 @@ export class OpBatcher {
     this.view.setUint32(this.length + DIGEST_BYTES, bytes.length);
     this.batch.set(bytes, this.length + DIGEST_BYTES + 4);
     this.length += DIGEST_BYTES + 4 + bytes.length;
+  }
+
+  link(path: string, digest: Uint8Array): void {
+    if (BATCH_BYTES - this.length < 3 + path.length * 3 + DIGEST_BYTES) this.flush();
+    this.pathOp(OP_LINK, path);
+    this.batch.set(digest, this.length);
+    this.length += DIGEST_BYTES;
   }
 
   /** Ships what is batched so far, if anything. */

@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import type { ManifestFile } from '../../domain/manifest.js';
 
 /**
  * The messages between the three threads of the unpack path. The main thread
@@ -12,16 +13,26 @@ import type { ArchiveLimits } from '../../domain/archive-policy.js';
  *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──removed──▶ main
  */
 export type ToUnpacker =
-  | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean }
+  | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: ExpectedObjects }
+  /** Builds a release in `dir` from objects the user has: an incremental deploy's publish. */
+  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; files: readonly ManifestFile[]; chmod: boolean }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
 
-export type FailureKind = 'rejected' | 'io' | 'aborted';
+export type FailureKind = 'rejected' | 'io' | 'aborted' | 'missing';
 
 export type Outcome =
   | { type: 'done'; job: number; files: number; entries: number; bytes: number }
-  | { type: 'failed'; job: number; kind: FailureKind; message: string };
+  /** `missing`: the objects an assembly could not find (kind 'missing'). */
+  | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
+
+/**
+ * An upload of objects rather than a site (an incremental deploy's batch): every entry
+ * must be a file at the root named by the SHA-256 of its bytes, one of these digests,
+ * of the size given here.
+ */
+export type ExpectedObjects = ReadonlyMap<string, number>;
 
 export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | Outcome;
 
@@ -35,8 +46,8 @@ export type FromWriter =
   /** A batch was carried out (or skipped after a failure); its buffer comes back. */
   | { type: 'ack'; job: number; data: Uint8Array }
   | { type: 'failed'; job: number; message: string }
-  /** Every batch of the job sent before its flush has been dealt with. */
-  | { type: 'flushed'; job: number };
+  /** Every batch of the job sent before its flush has been dealt with; `missing`, objects LINK did not find. */
+  | { type: 'flushed'; job: number; missing: string[] };
 
 /**
  * Where a staging job's files find bytes to share (docs/content-store.md): the user's
@@ -46,6 +57,11 @@ export type FromWriter =
 export interface StagingObjects {
   readonly store: string;
   readonly fresh: string;
+  /**
+   * An incremental deploy's uploaded objects, kept with its session until it publishes:
+   * an assembly links those not in the store from here (and keeps them as new).
+   */
+  readonly uploads?: string;
 }
 
 /**
@@ -56,8 +72,11 @@ export interface StagingObjects {
  */
 export type RemoveRequest =
   | { type: 'remove' | 'collect'; id: number; path: string }
-  | { type: 'adopt'; id: number; path: string; into: string };
-export type Removed = { type: 'removed'; id: number; error?: string };
+  | { type: 'adopt'; id: number; path: string; into: string }
+  /** Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size. */
+  | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number> };
+export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed };
+export type Probed = { missing: string[]; wrongSize: string[] };
 
 /** Each thread's workerData: its end of the channel between the unpack and writer threads. */
 export type ThreadData = { peer: MessagePort };

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
-import type { FromUnpacker, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
+import type { FromUnpacker, Probed, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
 
 /**
  * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
@@ -63,7 +63,7 @@ export class FsThreads {
   private threads: Threads | undefined;
   private nextId = 1;
   private readonly jobs = new Map<number, (message: FromUnpacker) => void>();
-  private readonly removals = new Map<number, { path: string; resolve: () => void; reject: (error: Error) => void }>();
+  private readonly removals = new Map<number, { path: string; resolve: (probed: Probed | undefined) => void; reject: (error: Error) => void }>();
   private readonly unpackerScript = script('unpack-thread');
   private readonly writerScript = script('writer-thread');
 
@@ -96,21 +96,27 @@ export class FsThreads {
   }
 
   /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
-  remove(path: string): Promise<void> {
-    return this.ask({ type: 'remove', path });
+  async remove(path: string): Promise<void> {
+    await this.ask({ type: 'remove', path });
   }
 
   /** Deletes the objects of the store at `path` that no release links (store-objects.ts). */
-  collectObjects(path: string): Promise<void> {
-    return this.ask({ type: 'collect', path });
+  async collectObjects(path: string): Promise<void> {
+    await this.ask({ type: 'collect', path });
   }
 
   /** Links a staging job's new objects (`fresh`) into the user's store (`store`). */
-  adoptObjects(fresh: string, store: string): Promise<void> {
-    return this.ask({ type: 'adopt', path: fresh, into: store });
+  async adoptObjects(fresh: string, store: string): Promise<void> {
+    await this.ask({ type: 'adopt', path: fresh, into: store });
   }
 
-  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<void> {
+  /** Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size. */
+  async probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>): Promise<Probed> {
+    const answer = await this.ask({ type: 'probe', path: store, uploads, objects });
+    return answer ?? { missing: [], wrongSize: [] };
+  }
+
+  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<Probed | undefined> {
     let threads: Threads;
     try {
       threads = this.running();
@@ -171,7 +177,7 @@ export class FsThreads {
     const waiting = this.removals.get(message.id);
     this.removals.delete(message.id);
     if (!waiting) return;
-    if (message.error === undefined) waiting.resolve();
+    if (message.error === undefined) waiting.resolve(message.probed);
     else waiting.reject(new Error(`removing ${waiting.path}: ${message.error}`));
   }
 

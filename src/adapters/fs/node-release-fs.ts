@@ -3,7 +3,10 @@ import { chmod, mkdir, mkdtemp, open, readdir, readlink, rename, stat, unlink } 
 import { basename, dirname, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { ReleaseFs, StagedRelease } from '../../application/ports/release-fs.js';
+import type { SessionObjects } from '../../application/ports/session-objects.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
+import type { Digest, ManifestFile } from '../../domain/manifest.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
@@ -36,6 +39,8 @@ export const FS_THREADS = Symbol.for('sitedrop.FsThreads') as ServiceIdentifier<
 const STAGING = '.staging';
 const TRASH = '.trash';
 const OBJECTS = '.objects';
+/** Incremental deploys' uploaded objects, a directory per session, shared by every replica. */
+const SESSIONS = '.sessions';
 /**
  * A staging area's new objects, under the same name in a directory of their own (so
  * that the staging directory holds staging areas only); start-up removes them too.
@@ -59,7 +64,7 @@ const MEASURED_MAX = 10_000;
  * inside DEPLOYS_ROOT so that every move into or out of a release is one rename(2).
  */
 @injectable()
-export class NodeReleaseFs implements ReleaseFs {
+export class NodeReleaseFs implements ReleaseFs, SessionObjects {
   private readonly stagingRoot: string;
   private readonly trashRoot: string;
   private readonly trash: TrashCollector;
@@ -98,6 +103,65 @@ export class NodeReleaseFs implements ReleaseFs {
       await this.throwAway(freshObjects(dir)).catch(() => undefined);
       throw error;
     }
+  }
+
+  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+    const uploads = session === undefined ? undefined : this.uploadsDir(session);
+    const { missing, wrongSize } = await this.threads.probeObjects(this.objectsDir(user), uploads, objects);
+    const lie = wrongSize[0];
+    if (lie !== undefined) throw new ManifestRejected(`size does not match the object's: ${lie} is not ${objects.get(lie as Digest)} bytes`);
+    return missing as Digest[];
+  }
+
+  async receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number> {
+    const needsChmod = await this.prepare();
+    // Unpacked as an archive is, into a staging area of its own; only the objects move
+    // on, into the session's uploads, and only once every one of them has been checked.
+    const dir = await mkdtemp(join(this.stagingRoot, this.names.staging));
+    try {
+      await mkdir(freshObjects(dir), { mode: 0o755 });
+      const objects = { store: this.objectsDir(user), fresh: freshObjects(dir) };
+      const limits = { maxFiles: expected.size, maxBytes: [...expected.values()].reduce((a, b) => a + b, 0) };
+      const extracted = await this.extractor.extract(batch, dir, objects, limits, needsChmod, signal, expected).catch((error: unknown) => {
+        if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);
+        if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');
+        throw error;
+      });
+      await syncFilesystem(dir);
+      await this.threads.adoptObjects(freshObjects(dir), this.uploadsDir(session));
+      return extracted.files;
+    } finally {
+      await this.throwAway(dir).catch(() => undefined);
+      await this.throwAway(freshObjects(dir)).catch(() => undefined);
+    }
+  }
+
+  async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
+    const needsChmod = await this.prepare();
+    const dir = await mkdtemp(join(this.stagingRoot, this.names.staging));
+    try {
+      await mkdir(freshObjects(dir), { mode: 0o755 });
+      const objects = { store: this.objectsDir(user), fresh: freshObjects(dir), uploads: this.uploadsDir(session) };
+      const built = await this.extractor.assemble(files, dir, objects, needsChmod);
+      await chmod(dir, 0o755);
+      const flushing = performance.now();
+      await syncFilesystem(dir);
+      const flushMs = Math.round(performance.now() - flushing);
+      return { handle: dir, files: built.files, bytes: built.bytes, compressedBytes: 0, flushMs };
+    } catch (error) {
+      await this.throwAway(dir).catch(() => undefined);
+      await this.throwAway(freshObjects(dir)).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async removeUploads(session: string): Promise<void> {
+    await this.throwAway(this.uploadsDir(session));
+  }
+
+  async sessionsWithUploads(): Promise<string[]> {
+    await this.prepare();
+    return (await readdir(join(this.roots.deploysRoot, SESSIONS))).filter((name) => /^[0-9a-f]{32}$/.test(name));
   }
 
   async discard(staged: StagedRelease): Promise<void> {
@@ -224,6 +288,12 @@ export class NodeReleaseFs implements ReleaseFs {
     return removed;
   }
 
+  /** A session id is the service's own (hex), never a client's path. */
+  private uploadsDir(session: string): string {
+    if (!/^[0-9a-f]{32}$/.test(session)) throw new Error(`not a session id: ${session}`);
+    return join(this.roots.deploysRoot, SESSIONS, session);
+  }
+
   private projectDir(user: Username, project: ProjectName): string {
     return join(this.roots.deploysRoot, user, project);
   }
@@ -261,7 +331,7 @@ export class NodeReleaseFs implements ReleaseFs {
   private prepare(): Promise<boolean> {
     this.prepared ??= (async () => {
       // mkdir -p of the roots: on shared storage another replica may create them first.
-      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, join(this.roots.deploysRoot, FRESH), this.trashRoot]) {
+      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, join(this.roots.deploysRoot, FRESH), join(this.roots.deploysRoot, SESSIONS), this.trashRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
       }
       const probe = join(this.stagingRoot, `.umask-probe+${this.roots.replica}+${process.pid}`);

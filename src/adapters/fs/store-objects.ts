@@ -110,3 +110,50 @@ export class ObjectAdoption extends StoreWalk {
     renameSync(join(this.root, shard, name), join(this.store, shard, name));
   }
 }
+
+/**
+ * Which of an incremental deploy's objects the user lacks, a few at a time: an object
+ * is had if the store or the session's uploads hold a file of that name. One held at
+ * another size than the manifest gives is a lie about the size (the name fixes the
+ * bytes), which the manifest's check reports.
+ */
+export class ObjectProbe {
+  private readonly pending: [string, number][];
+  readonly missing: string[] = [];
+  readonly wrongSize: string[] = [];
+
+  constructor(
+    private readonly store: string,
+    private readonly uploads: string | undefined,
+    objects: ReadonlyMap<string, number>,
+  ) {
+    this.pending = [...objects];
+  }
+
+  step(budget: number): boolean {
+    for (let left = budget; left > 0; left -= 1) {
+      const next = this.pending.pop();
+      if (next === undefined) return true;
+      const [digest, size] = next;
+      const held = objectSize(join(this.store, objectPath(digest))) ?? (this.uploads === undefined ? undefined : objectSize(join(this.uploads, objectPath(digest))));
+      if (held === undefined) this.missing.push(digest);
+      else if (held !== size) this.wrongSize.push(digest);
+    }
+    return this.pending.length === 0;
+  }
+}
+
+/** An object's place in a store: under a shard named by its first hex digit. */
+export function objectPath(digest: string): string {
+  return `${digest.slice(0, 1)}/${digest.slice(1)}`;
+}
+
+function objectSize(path: string): number | undefined {
+  try {
+    const info = lstatSync(path);
+    return info.isFile() ? info.size : undefined;
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}

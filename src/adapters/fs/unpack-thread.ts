@@ -27,8 +27,9 @@ import {
   type ArchiveLimits,
 } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
+import { assertExpectedObject, assertObjectBytes, type ManifestFile } from '../../domain/manifest.js';
 import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
-import type { FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
+import type { ExpectedObjects, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
 
@@ -106,34 +107,25 @@ type Phase =
   | { name: 'settling'; outcome: Outcome }
   | { name: 'answered' };
 
-class Job {
-  private phase: Phase = { name: 'head', bytes: Buffer.alloc(0) };
-  private readonly ledger: ArchiveLedger;
-  private readonly inflatedStream: InflatedStream;
-  private readonly gunzip: Gunzip;
-  private readonly parser: Parser;
-  private readonly toWriter = new SendWindow(BATCH_BYTES, WRITER_WINDOW);
-  private readonly ops: OpBatcher;
-  private sawZeroBlock = false;
-  /** Inflated chunks not yet parsed: zlib inflates the next while this thread parses these. */
-  private readonly inflated: Buffer[] = [];
-  private inflatedBytes = 0;
-  private inflateEnded = false;
-  private drainScheduled = false;
-  /**
-   * The file being unpacked: a small one is held whole until its end, to be sent with
-   * its digest in one PUT; a larger one streams, hashed as it goes.
-   */
-  private file: { path: string; chunks: Buffer[] } | { path: string; hash: Hash } | undefined;
+/**
+ * A job's side of the writer: its batches of operations under one flow control, and
+ * the ending every job shares. Once the outcome is known the writer finishes (or
+ * abandons) the job's batches, and only then is the main thread answered: nothing may
+ * still be writing into a staging area being thrown away.
+ */
+abstract class WriterJob {
+  protected phase: Phase;
+  protected readonly toWriter = new SendWindow(BATCH_BYTES, WRITER_WINDOW);
+  protected readonly ops: OpBatcher;
 
   constructor(
-    private readonly id: number,
+    protected readonly id: number,
     root: string,
     objects: StagingObjects,
-    limits: ArchiveLimits,
     chmod: boolean,
+    first: Phase,
   ) {
-    this.ledger = new ArchiveLedger(limits);
+    this.phase = first;
     toWriter({ type: 'begin', job: id, root, objects, chmod });
     this.ops = new OpBatcher(
       () => this.toWriter.buffer(),
@@ -142,6 +134,108 @@ class Job {
         toWriter({ type: 'ops', job: id, data: batch }, [batch.buffer as ArrayBuffer]);
       },
     );
+  }
+
+  protected get reading(): boolean {
+    return this.phase.name === 'head' || this.phase.name === 'entries' || this.phase.name === 'trailer';
+  }
+
+  fail(kind: FailureKind, message: string): void {
+    if (!this.reading) return;
+    this.stop();
+    this.settle({ type: 'failed', job: this.id, kind, message });
+  }
+
+  private scheduled = false;
+
+  /** Stops the job's own input. */
+  protected abstract stop(): void;
+  /** Does as much of the job as the writer has room for. */
+  protected abstract step(): void;
+
+  /** Steps a turn later: the writer's acks, and other jobs, are heard in between. */
+  protected resume(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.guard(() => this.step());
+    });
+  }
+
+  protected settle(outcome: Outcome): void {
+    this.phase = { name: 'settling', outcome };
+    toWriter({ type: 'flush', job: this.id });
+  }
+
+  fromWriter(message: FromWriter): void {
+    if (message.type === 'ack') {
+      this.toWriter.answered(message.data.buffer);
+      if (this.reading) this.resume();
+    } else if (message.type === 'failed') {
+      if (this.reading) this.fail('io', message.message);
+      // A file that could not be closed fails a job that had otherwise succeeded; a job
+      // already refused keeps its reason, which is what the client needs to hear.
+      else if (this.phase.name === 'settling' && this.phase.outcome.type === 'done') {
+        this.phase.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
+      }
+    } else if (this.phase.name === 'settling') {
+      let { outcome } = this.phase;
+      // Objects an assembly linked are gone (collected since the deploy was told it had
+      // them): it must not be published, and the client uploads them again.
+      if (outcome.type === 'done' && message.missing.length > 0) {
+        outcome = { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing };
+      }
+      // No forced full collection here: run after every archive, it made each next
+      // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
+      toMain(outcome);
+      this.phase = { name: 'answered' };
+    }
+  }
+
+  get answered(): boolean {
+    return this.phase.name === 'answered';
+  }
+
+  protected guard(work: () => void, after?: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      if (error instanceof ArchiveRejected) this.fail('rejected', error.reason);
+      else this.fail('io', (error as Error).message);
+      after?.();
+    }
+  }
+}
+
+/** An archive (a site, or an incremental deploy's batch of objects) unpacked into a directory. */
+class Job extends WriterJob {
+  private readonly ledger: ArchiveLedger;
+  private readonly inflatedStream: InflatedStream;
+  private readonly gunzip: Gunzip;
+  private readonly parser: Parser;
+  private sawZeroBlock = false;
+  /** Inflated chunks not yet parsed: zlib inflates the next while this thread parses these. */
+  private readonly inflated: Buffer[] = [];
+  private inflatedBytes = 0;
+  private inflateEnded = false;
+  /**
+   * The file being unpacked: a small one is held whole until its end, to be sent with
+   * its digest in one PUT; a larger one streams, hashed as it goes.
+   */
+  private file: { path: string; chunks: Buffer[] } | { path: string; hash: Hash } | undefined;
+
+  constructor(
+    id: number,
+    root: string,
+    objects: StagingObjects,
+    limits: ArchiveLimits,
+    chmod: boolean,
+    /** Set for a batch of objects: what each entry must be (objectEntry in the policy). */
+    private readonly expect: ExpectedObjects | undefined,
+  ) {
+    super(id, root, objects, chmod, { name: 'head', bytes: Buffer.alloc(0) });
+    this.ledger = new ArchiveLedger(limits);
     this.inflatedStream = new InflatedStream(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
     // No decompression of its own (assertTarStart makes sure it never sniffs one either).
@@ -150,7 +244,7 @@ class Job {
     this.gunzip.on('error', (error: Error) => this.fail('rejected', unreadable('gzip', error.message).reason));
     this.gunzip.on('end', () => {
       this.inflateEnded = true;
-      this.scheduleDrain();
+      this.resume();
     });
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
     this.parser.on('ignoredEntry', (entry: ReadEntry) => this.guard(() => refuseIgnoredEntry(entry.type, entry.path, entry.meta)));
@@ -163,10 +257,6 @@ class Job {
     this.parser.on('end', () => this.guard(() => this.complete()));
   }
 
-  private get reading(): boolean {
-    return this.phase.name === 'head' || this.phase.name === 'entries' || this.phase.name === 'trailer';
-  }
-
   write(data: Uint8Array): void {
     const ack = (): void => toMain({ type: 'ack', job: this.id, data }, [data.buffer as ArrayBuffer]);
     if (this.reading) this.gunzip.write(data, ack);
@@ -177,39 +267,10 @@ class Job {
     if (this.reading) this.gunzip.end();
   }
 
-  fail(kind: FailureKind, message: string): void {
-    if (!this.reading) return;
+  protected stop(): void {
     this.gunzip.destroy();
-    this.settle({ type: 'failed', job: this.id, kind, message });
   }
 
-  private settle(outcome: Outcome): void {
-    this.phase = { name: 'settling', outcome };
-    toWriter({ type: 'flush', job: this.id });
-  }
-
-  fromWriter(message: FromWriter): void {
-    if (message.type === 'ack') {
-      this.toWriter.answered(message.data.buffer);
-      if (this.reading) this.scheduleDrain();
-    } else if (message.type === 'failed') {
-      if (this.reading) this.fail('io', message.message);
-      // A file that could not be closed fails a job that had otherwise succeeded; a job
-      // already refused keeps its reason, which is what the client needs to hear.
-      else if (this.phase.name === 'settling' && this.phase.outcome.type === 'done') {
-        this.phase.outcome = { type: 'failed', job: this.id, kind: 'io', message: message.message };
-      }
-    } else if (this.phase.name === 'settling') {
-      // No forced full collection here: run after every archive, it made each next
-      // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
-      toMain(this.phase.outcome);
-      this.phase = { name: 'answered' };
-    }
-  }
-
-  get answered(): boolean {
-    return this.phase.name === 'answered';
-  }
 
   /**
    * zlib inflates on the thread pool, but it starts the next block only once this
@@ -220,19 +281,10 @@ class Job {
     this.inflated.push(chunk);
     this.inflatedBytes += chunk.length;
     if (this.inflatedBytes >= QUEUE_LIMIT) this.gunzip.pause();
-    this.scheduleDrain();
+    this.resume();
   }
 
-  private scheduleDrain(): void {
-    if (this.drainScheduled) return;
-    this.drainScheduled = true;
-    setImmediate(() => {
-      this.drainScheduled = false;
-      this.guard(() => this.drain());
-    });
-  }
-
-  private drain(): void {
+  protected step(): void {
     // The writer's acks call this again when it has caught up.
     while (this.reading && this.inflated.length > 0 && !this.toWriter.full) {
       const chunk = this.inflated.shift()!;
@@ -246,16 +298,6 @@ class Job {
       if (this.phase.name === 'head') this.checkHead(this.phase.bytes, true);
       this.parser.end();
     } else if (this.gunzip.isPaused()) this.gunzip.resume();
-  }
-
-  private guard(work: () => void, after?: () => void): void {
-    try {
-      work();
-    } catch (error) {
-      if (error instanceof ArchiveRejected) this.fail('rejected', error.reason);
-      else this.fail('io', (error as Error).message);
-      after?.();
-    }
   }
 
   private unpack(chunk: Buffer): void {
@@ -288,6 +330,7 @@ class Job {
     checkPax(entry.globalExtended, true, entry.path);
     const kind = entryKind(entry.type, entry.path);
     const path = normaliseEntryPath(entry.path);
+    if (this.expect) assertExpectedObject(this.expect, kind, path, entry.size);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
     for (const dir of newDirs) this.ops.mkdir(dir);
     if (kind === 'directory') {
@@ -320,12 +363,18 @@ class Job {
     const file = this.file;
     this.file = undefined;
     if (!this.reading || !file) return;
-    if ('chunks' in file) {
-      const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
-      this.ops.put(file.path, hash('sha256', bytes, 'buffer'), bytes);
-    } else {
-      this.ops.close(file.hash.digest());
-    }
+    this.guard(() => {
+      if ('chunks' in file) {
+        const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
+        const digest = hash('sha256', bytes, 'buffer');
+        if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
+        this.ops.put(file.path, digest, bytes);
+      } else {
+        const digest = file.hash.digest();
+        if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
+        this.ops.close(digest);
+      }
+    });
   };
 
   private complete(): void {
@@ -336,7 +385,50 @@ class Job {
   }
 }
 
-const jobs = new Map<number, Job>();
+/**
+ * A release built from objects the user already has (an incremental deploy's publish):
+ * the directories its paths imply, then a LINK per file, a few batches at a time as
+ * the writer keeps up. The manifest was checked when the session opened.
+ */
+class Assembly extends WriterJob {
+  private next = 0;
+  private readonly ledger: ArchiveLedger;
+
+  constructor(
+    id: number,
+    root: string,
+    objects: StagingObjects,
+    chmod: boolean,
+    private readonly files: readonly ManifestFile[],
+  ) {
+    super(id, root, objects, chmod, { name: 'entries' });
+    this.ledger = new ArchiveLedger({ maxFiles: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER });
+    this.resume();
+  }
+
+  protected stop(): void {
+    this.next = this.files.length;
+  }
+
+  protected step(): void {
+    while (this.reading && this.next < this.files.length && !this.toWriter.full) {
+      // About one batch of operations, then the writer's answer brings this back.
+      for (const end = Math.min(this.files.length, this.next + 2048); this.next < end; this.next += 1) {
+        const file = this.files[this.next]!;
+        for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
+        const digest = Buffer.from(file.digest, 'hex');
+        if (file.size === 0) this.ops.put(file.path, digest, EMPTY);
+        else this.ops.link(file.path, digest);
+      }
+    }
+    if (!this.reading || this.next < this.files.length) return;
+    this.ops.flush();
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+const jobs = new Map<number, Job | Assembly>();
 
 writer.on('message', (message: FromWriter) => {
   const job = jobs.get(message.job);
@@ -346,7 +438,11 @@ writer.on('message', (message: FromWriter) => {
 });
 main.on('message', (message: ToUnpacker) => {
   if (message.type === 'begin') {
-    jobs.set(message.job, new Job(message.job, message.dir, message.objects, message.limits, message.chmod));
+    jobs.set(message.job, new Job(message.job, message.dir, message.objects, message.limits, message.chmod, message.expect));
+    return;
+  }
+  if (message.type === 'assemble') {
+    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, message.files));
     return;
   }
   const job = jobs.get(message.job);
@@ -355,7 +451,7 @@ main.on('message', (message: ToUnpacker) => {
     if (message.type === 'chunk') toMain({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
     return;
   }
-  if (message.type === 'chunk') job.write(message.data);
-  else if (message.type === 'end') job.end();
-  else job.fail('aborted', 'deploy aborted');
+  if (message.type === 'chunk' && job instanceof Job) job.write(message.data);
+  else if (message.type === 'end' && job instanceof Job) job.end();
+  else if (message.type === 'abort') job.fail('aborted', 'deploy aborted');
 });

@@ -6,12 +6,12 @@
  * writer serves every deploy (each job has its own root and open file) and deletes the
  * trees the main thread sends it, a few entries at a time between batches.
  */
-import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
-import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
-import { ObjectAdoption, ObjectCollection } from './store-objects.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
+import { ObjectAdoption, ObjectCollection, ObjectProbe } from './store-objects.js';
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { TreeRemoval } from './tree-removal.js';
 
@@ -42,6 +42,8 @@ class Target {
   private stored: Set<string> | undefined;
   private readonly added = new Set<string>();
   private spares = 0;
+  /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
+  readonly missing: string[] = [];
 
   constructor(
     private readonly root: string,
@@ -61,13 +63,16 @@ class Target {
     let at = 0;
     while (at < batch.length) {
       const op = batch[at]!;
-      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT) {
+      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK) {
         const length = view.getUint16(at + 1);
         const path = `${this.root}/${utf8.decode(batch.subarray(at + 3, at + 3 + length))}`;
         at += 3 + length;
         if (op === OP_MKDIR) this.mkdir(path);
         else if (op === OP_CREATE) this.create(path);
-        else {
+        else if (op === OP_LINK) {
+          this.linkObject(path, batch.subarray(at, at + DIGEST_BYTES));
+          at += DIGEST_BYTES;
+        } else {
           const digest = batch.subarray(at, at + DIGEST_BYTES);
           const size = view.getUint32(at + DIGEST_BYTES);
           at += DIGEST_BYTES + 4;
@@ -146,14 +151,32 @@ class Target {
     this.keepAsNew(path, name);
   }
 
+  /**
+   * A file of an incremental deploy, from bytes the user already has: the store's, or
+   * the session's uploads (which then become new objects, as a written file does).
+   */
+  private linkObject(path: string, digest: Uint8Array): void {
+    const name = objectName(digest);
+    if (this.added.has(name) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
+    if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
+    const uploads = this.objects.uploads;
+    if (uploads !== undefined && linkOrCopy(`${uploads}/${name}`, path)) {
+      this.keepAsNew(path, name);
+      return;
+    }
+    this.missing.push(name.replace('/', ''));
+  }
+
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
   private keepAsNew(path: string, name: string): void {
     const object = `${this.objects.fresh}/${name}`;
     try {
       linkSync(path, object);
     } catch (error) {
+      // EEXIST: the same bytes are already kept (uploaded twice to one session).
+      if (errorCode(error) === 'EEXIST') return;
       if (errorCode(error) !== 'ENOENT') throw error;
-      mkdirSync(dirname(object), { mode: 0o755 });
+      mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
       linkSync(path, object);
     }
     this.added.add(name);
@@ -206,6 +229,22 @@ function linkIfThere(object: string, path: string): boolean {
   }
 }
 
+/**
+ * Links `object` as `path`, or copies it when it has all the links the filesystem
+ * allows (ext4: 65,000); false if there is no such object.
+ */
+function linkOrCopy(object: string, path: string): boolean {
+  try {
+    linkSync(object, path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    if (errorCode(error) !== 'EMLINK') throw error;
+  }
+  copyFileSync(object, path, constants.COPYFILE_EXCL);
+  return true;
+}
+
 function writeFully(fd: number, data: Uint8Array): void {
   let offset = 0;
   while (offset < data.length) offset += writeSync(fd, data, offset, data.length - offset);
@@ -226,7 +265,7 @@ unpacker.on('message', (message: ToWriter) => {
     } catch (error) {
       if (!target!.failed) toUnpacker({ type: 'failed', job: message.job, message: (error as Error).message });
     }
-    toUnpacker({ type: 'flushed', job: message.job });
+    toUnpacker({ type: 'flushed', job: message.job, missing: target?.missing ?? [] });
     return;
   }
   if (target && !target.failed) {
@@ -245,8 +284,8 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-/** Removals, collections and adoptions in the order asked, the first one in progress. */
-const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption }[] = [];
+/** Removals, collections, adoptions and probes in the order asked, the first one in progress. */
+const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe }[] = [];
 let removing = false;
 
 function removeSome(): void {
@@ -257,7 +296,10 @@ function removeSome(): void {
   }
   let answer: Removed | undefined;
   try {
-    if (current.removal.step(REMOVAL_STEP)) answer = { type: 'removed', id: current.id };
+    const { removal } = current;
+    if (removal.step(REMOVAL_STEP)) {
+      answer = { type: 'removed', id: current.id, ...(removal instanceof ObjectProbe ? { probed: { missing: removal.missing, wrongSize: removal.wrongSize } } : {}) };
+    }
   } catch (error) {
     answer = { type: 'removed', id: current.id, error: (error as Error).message };
   }
@@ -273,9 +315,11 @@ main.on('message', (message: RemoveRequest) => {
   const removal =
     message.type === 'adopt'
       ? new ObjectAdoption(message.path, message.into)
-      : message.type === 'collect'
-        ? new ObjectCollection(message.path)
-        : new TreeRemoval(message.path);
+      : message.type === 'probe'
+        ? new ObjectProbe(message.path, message.uploads, message.objects)
+        : message.type === 'collect'
+          ? new ObjectCollection(message.path)
+          : new TreeRemoval(message.path);
   removals.push({ id: message.id, removal });
   if (!removing) {
     removing = true;

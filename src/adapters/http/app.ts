@@ -4,6 +4,7 @@ import type { HttpDeps } from './http-deps.js';
 import { drainUnreadBody, errorHandler, notFound, requestLog } from './middleware.js';
 import { cliRoutes } from './routes/cli.js';
 import { deployRoutes } from './routes/deploy.js';
+import { deploySessionRoutes } from './routes/deploy-sessions.js';
 import { keyRoutes } from './routes/keys.js';
 import { metaRoutes } from './routes/meta.js';
 import { previewRoutes } from './routes/previews.js';
@@ -25,6 +26,7 @@ export function createApp(deps: HttpDeps): express.Express {
   cliRoutes(app, deps);
   userRoutes(app, deps, auth);
   deployRoutes(app, deps, auth);
+  deploySessionRoutes(app, deps, auth);
   projectRoutes(app, deps, auth);
   keyRoutes(app, deps, auth);
   previewRoutes(app, deps, auth);

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { BadMultipart, ClientGone, type HttpError, UploadStalled, UploadTooLarge } from './http-errors.js';
+import { BadMultipart, type HttpError } from './http-errors.js';
+import { watchUpload, type UploadLimits } from './upload-body.js';
 
 /**
  * The deploy's multipart body, read as it streams. `project` and `archive` never
@@ -20,13 +21,7 @@ export interface DeployForm {
 
 const FORM_LIMITS = { fields: 16, fieldSize: 1024, files: 4, parts: 32, headerPairs: 64 };
 
-export interface FormLimits {
-  readonly maxBytes: number;
-  /** The form fails after this long without a body byte while it is being asked for; 0 waits for ever. */
-  readonly idleSeconds: number;
-}
-
-export function readDeployForm(req: IncomingMessage, limits: FormLimits): DeployForm {
+export function readDeployForm(req: IncomingMessage, limits: UploadLimits): DeployForm {
   let settleProject!: (value: string | undefined) => void;
   let settleArchive!: (value: Readable | undefined) => void;
   let settlePreview!: (value: string | undefined) => void;
@@ -48,40 +43,18 @@ export function readDeployForm(req: IncomingMessage, limits: FormLimits): Deploy
     return { project, preview, archive, failure: () => failed };
   }
 
-  let idle: NodeJS.Timeout | undefined;
   const fail = (error: HttpError): void => {
     if (failed) return;
     failed = error;
-    clearTimeout(idle);
+    watch.stop();
     req.unpipe(parser);
     file?.destroy(error);
     settleProject(undefined);
     settlePreview(undefined);
     settleArchive(undefined);
   };
-
-  let received = 0;
-  req.on('data', (chunk: Buffer) => {
-    received += chunk.length;
-    if (received > limits.maxBytes) fail(new UploadTooLarge());
-    idle?.refresh();
-  });
-  req.on('close', () => {
-    clearTimeout(idle);
-    if (!req.complete) fail(new ClientGone());
-  });
-  req.on('end', () => clearTimeout(idle));
-  if (limits.idleSeconds > 0) {
-    // Silence counts only while the body is wanted. When the unpacking falls behind (a slow
-    // disk), the pipe pauses the request: the client is waiting for us, not stalled, and
-    // its clock starts afresh when the pipe resumes it.
-    idle = setTimeout(() => {
-      if (!req.isPaused()) fail(new UploadStalled(limits.idleSeconds));
-    }, limits.idleSeconds * 1000);
-    req.on('resume', () => {
-      if (!failed && !req.complete) idle?.refresh();
-    });
-  }
+  // Its events come later: `fail` never runs before `watch` is set.
+  const watch = watchUpload(req, limits, fail);
   parser.on('field', (name, value, info) => {
     // A truncated value cannot be a valid name; keep it invalid rather than shortened.
     const named = info.valueTruncated ? `${value}\u0000` : value;

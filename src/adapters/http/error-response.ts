@@ -2,6 +2,7 @@ import {
   ArchiveRejected,
   DeployAborted,
   DeployKeyNotFound,
+  DeploySessionNotFound,
   DomainError,
   InvalidKeyExpiry,
   InvalidPreviewName,
@@ -10,21 +11,26 @@ import {
   InvalidProjectName,
   InvalidReleaseId,
   InvalidUsername,
+  ManifestRejected,
   MissingArchive,
   NothingToRollBackTo,
+  ObjectsMissing,
+  ObjectsRejected,
   PreviewNotFound,
   ProjectNotFound,
   ReleaseNotFound,
   StorageQuotaExceeded,
+  TooManyDeploySessions,
   TooManyPreviews,
   Unauthorized,
   UserNotFound,
 } from '../../domain/errors.js';
-import { HttpError, InvalidRequestBody } from './http-errors.js';
+import { HttpError, InvalidRequestBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 export interface ErrorResponse {
   readonly status: number;
-  readonly body: { status: 'error'; error: string };
+  /** `missing`: the objects an incremental deploy must upload before it can publish. */
+  readonly body: { status: 'error'; error: string; missing?: readonly string[] };
   /** False for the 500s nobody expected: those get logged with their cause. */
   readonly expected: boolean;
   readonly headers: Readonly<Record<string, string>>;
@@ -36,6 +42,8 @@ const respond = (status: number, error: string, expected = true, headers: Readon
   expected,
   headers,
 });
+
+const RETRY_LATER = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
 
 /** body-parser marks its own failures with a `type`; all of them mean the body is unusable. */
 function isBodyParserError(error: unknown): boolean {
@@ -67,6 +75,16 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     // 409: the project's state, not the request, is in the way; deleting a preview clears it.
     if (error instanceof TooManyPreviews) return respond(409, `too many previews: PREVIEWS_MAX allows ${error.max} per project, delete one first`);
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
+    if (error instanceof ManifestRejected) return respond(400, `invalid manifest: ${error.reason}`);
+    if (error instanceof ObjectsRejected) return respond(400, `invalid objects: ${error.reason}`);
+    if (error instanceof DeploySessionNotFound) return respond(404, 'deploy session not found');
+    // 409 as a conflict with the store's state: uploading these objects resolves it.
+    if (error instanceof ObjectsMissing) {
+      const answer = respond(409, 'objects missing');
+      return { ...answer, body: { ...answer.body, missing: error.digests } };
+    }
+    // 429: this user's own open sessions are in the way; one ending frees a place.
+    if (error instanceof TooManyDeploySessions) return respond(429, 'too many open deploy sessions, retry later', true, RETRY_LATER);
     // 507, as WebDAV quotas answer (RFC 4331): 413 already means an upload too large to
     // take, which a smaller upload fixes; this is the user's storage, which only deleting
     // projects or releases frees.

@@ -1,5 +1,10 @@
 import type { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
 import type { AuthenticateUser } from '../../application/authenticate-user.js';
+import type { CancelDeploySession } from '../../application/cancel-deploy-session.js';
+import type { OpenDeploySession } from '../../application/open-deploy-session.js';
+import type { PublishDeploySession } from '../../application/publish-deploy-session.js';
+import type { ShowDeploySession } from '../../application/show-deploy-session.js';
+import type { UploadObjects } from '../../application/upload-objects.js';
 import type { CreateDeployKey } from '../../application/create-deploy-key.js';
 import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
 import type { DeleteUser } from '../../application/delete-user.js';
@@ -26,6 +31,8 @@ export interface HttpSettings {
   /** PREVIEW_BASE: a preview's address is `<previewBase>/<user>/<project>/<preview>/`. */
   readonly previewBase: string;
   readonly maxUploadBytes: number;
+  /** MAX_FILES: an incremental deploy's manifest may list this many files, so its body may be this large. */
+  readonly maxFiles: number;
   /** UPLOAD_IDLE_SECONDS: a deploy whose body stops arriving this long fails; 0 never does. */
   readonly uploadIdleSeconds: number;
 }
@@ -43,6 +50,14 @@ export interface HttpDeps {
   readonly authenticateDeployer: AuthenticateDeployer;
   readonly deploy: DeployRelease;
   readonly deploys: DeployTracker;
+  /** The incremental deploy's steps (routes/deploy-sessions.ts). */
+  readonly sessions: {
+    readonly open: OpenDeploySession;
+    readonly show: ShowDeploySession;
+    readonly upload: UploadObjects;
+    readonly publish: PublishDeploySession;
+    readonly cancel: CancelDeploySession;
+  };
   readonly slots: DeploySlots;
   readonly listProjects: ListProjects;
   readonly listReleases: ListReleases;

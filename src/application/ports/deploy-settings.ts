@@ -8,7 +8,18 @@ export interface DeploySettings {
   readonly userMaxBytes?: number;
   /** PREVIEWS_MAX and PREVIEW_TTL_SECONDS; absent, their defaults. */
   readonly previews?: PreviewSettings;
+  /** DEPLOY_SESSIONS_MAX and DEPLOY_SESSION_SECONDS; absent, their defaults. */
+  readonly sessions?: SessionSettings;
 }
+
+export interface SessionSettings {
+  /** Incremental deploy sessions a user may have open at once. */
+  readonly maxPerUser: number;
+  /** How long a session lives after its last use. */
+  readonly ttlSeconds: number;
+}
+
+export const DEFAULT_SESSION_SETTINGS: SessionSettings = { maxPerUser: 8, ttlSeconds: 3600 };
 
 export interface PreviewSettings {
   /** Previews a project may have at once. */

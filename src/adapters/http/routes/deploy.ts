@@ -1,5 +1,7 @@
 import type express from 'express';
 import type { Response } from 'express';
+import type { Deployed } from '../../../application/publish-release.js';
+import type { Username } from '../../../domain/username.js';
 import { previewUrl } from '../../../domain/preview.js';
 import { siteUrl } from '../../../domain/site-url.js';
 import type { Authentication } from '../auth.js';
@@ -31,6 +33,66 @@ async function deploySlot(deps: Pick<HttpDeps, 'slots' | 'metrics'>, user: strin
   }
 }
 
+/**
+ * Work that unpacks or builds a release (a deploy, an incremental deploy's upload or
+ * publish): it runs in a deploy slot, counts as in flight, is given up at shutdown
+ * through `signal`, and a failure is counted and logged with the reason the client got.
+ */
+export async function inDeploySlot<T>(
+  deps: Pick<HttpDeps, 'slots' | 'deploys' | 'metrics' | 'logger'>,
+  user: Username,
+  res: Response,
+  started: number,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const { metrics, logger } = deps;
+  const releaseSlot = await deploySlot(deps, user, res);
+  metrics.inFlight.inc();
+  return deps.deploys
+    .track(work)
+    .finally(() => {
+      releaseSlot();
+      metrics.inFlight.dec();
+    })
+    .catch((error: unknown) => {
+      const answer = toErrorResponse(error, 'deployment failed');
+      metrics.failed(answer.status);
+      logger.warn('deploy failed', { user, status: answer.status, reason: answer.body.error, durationMs: Math.round(performance.now() - started) });
+      throw error;
+    });
+}
+
+/**
+ * What every deploy that went live logs, counts and answers (a tarball's, an incremental
+ * deploy's publish): the spec's body for POST /api/v1/deploy.
+ */
+export function deployedAnswer(deps: Pick<HttpDeps, 'settings' | 'metrics' | 'logger'>, user: Username, deployed: Deployed, started: number): Record<string, unknown> {
+  const { metrics, logger, settings } = deps;
+  if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
+  if (deployed.recordError) logger.error('recording the deploy failed', { user, project: deployed.project, error: deployed.recordError.message });
+  metrics.deployed((performance.now() - started) / 1000, deployed.bytes, deployed.files);
+  logger.info('deployed', {
+    user,
+    project: deployed.project,
+    release: deployed.release,
+    ...(deployed.preview === undefined ? {} : { preview: deployed.preview }),
+    files: deployed.files,
+    bytes: deployed.bytes,
+    compressedBytes: deployed.compressedBytes,
+    durationMs: Math.round(performance.now() - started),
+    phasesMs: deployed.timings,
+  });
+  const { preview } = deployed;
+  return {
+    status: 'ok',
+    project: deployed.project,
+    username: user,
+    url: preview === undefined ? siteUrl(settings.publicBase, user, deployed.project) : previewUrl(settings.previewBase, user, deployed.project, preview),
+    release: deployed.release,
+    ...(preview === undefined ? {} : { preview }),
+  };
+}
+
 /** POST /api/v1/deploy: the upload, streamed into a release and published. */
 export function deployRoutes(
   app: express.Express,
@@ -41,16 +103,13 @@ export function deployRoutes(
   app
     .route('/api/v1/deploy')
     .post(fallback('deployment failed'), async (req, res) => {
-      const { metrics, logger } = deps;
       const { user } = await auth.deployer(req, res);
       // Checked again when publishing: it may be rerolled, or the key revoked, while the archive uploads.
       const token = bearerToken(req) ?? '';
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      const releaseSlot = await deploySlot(deps, user, res);
-      metrics.inFlight.inc();
-      const deployed = await deps.deploys.track(async (signal) => {
+      const deployed = await inDeploySlot(deps, user, res, started, async (signal) => {
         continueIfExpected(req, res);
         const form = readDeployForm(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
         const archive = await form.archive;
@@ -61,38 +120,8 @@ export function deployRoutes(
         } catch (error) {
           throw form.failure() ?? error;
         }
-      }).finally(() => {
-        releaseSlot();
-        metrics.inFlight.dec();
-      }).catch((error: unknown) => {
-        const answer = toErrorResponse(error, 'deployment failed');
-        metrics.failed(answer.status);
-        logger.warn('deploy failed', { user, status: answer.status, reason: answer.body.error, durationMs: Math.round(performance.now() - started) });
-        throw error;
       });
-      if (deployed.pruneError) logger.error('pruning old releases failed', { user, project: deployed.project, error: deployed.pruneError.message });
-      if (deployed.recordError) logger.error('recording the deploy failed', { user, project: deployed.project, error: deployed.recordError.message });
-      metrics.deployed((performance.now() - started) / 1000, deployed.bytes, deployed.files);
-      logger.info('deployed', {
-        user,
-        project: deployed.project,
-        release: deployed.release,
-        ...(deployed.preview === undefined ? {} : { preview: deployed.preview }),
-        files: deployed.files,
-        bytes: deployed.bytes,
-        compressedBytes: deployed.compressedBytes,
-        durationMs: Math.round(performance.now() - started),
-        phasesMs: deployed.timings,
-      });
-      const { preview } = deployed;
-      res.json({
-        status: 'ok',
-        project: deployed.project,
-        username: user,
-        url: preview === undefined ? siteUrl(settings.publicBase, user, deployed.project) : previewUrl(settings.previewBase, user, deployed.project, preview),
-        release: deployed.release,
-        ...(preview === undefined ? {} : { preview }),
-      });
+      res.json(deployedAnswer(deps, user, deployed, started));
     })
     .all(methodNotAllowed('POST'));
 }

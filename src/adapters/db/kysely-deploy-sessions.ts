@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { inject, injectable } from 'inversify';
+import { sql, type Kysely } from 'kysely';
+import type { DeploySession, DeploySessions, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import type { Digest, ManifestFile } from '../../domain/manifest.js';
+import type { PreviewName } from '../../domain/preview.js';
+import type { ProjectName } from '../../domain/project-name.js';
+import type { Username } from '../../domain/username.js';
+import { DATABASE } from './kysely-token-store.js';
+import type { Schema } from './schema.js';
+
+type StoredFile = [string, number, string];
+
+/** Deploy sessions in SQLite or PostgreSQL; the manifest is one JSON text column. */
+@injectable()
+export class KyselyDeploySessions implements DeploySessions {
+  constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
+
+  async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
+    const id = randomBytes(16).toString('hex');
+    const files = JSON.stringify(session.files.map((f): StoredFile => [f.path, f.size, f.digest]));
+    // One statement, the count and the insert: no window between them within a replica's
+    // connection. Two replicas at the same instant may each see max - 1 (READ COMMITTED);
+    // the limit bounds a user's disk, and one extra session is within what it allows for.
+    const result = await this.db
+      .insertInto('deploy_sessions')
+      .columns(['id', 'username', 'project', 'preview', 'files', 'created_at', 'expires_at'])
+      .expression(
+        this.db
+          .selectNoFrom([
+            sql<string>`${id}`.as('id'),
+            sql<string>`${session.user}`.as('username'),
+            sql<string>`${session.project}`.as('project'),
+            sql<string | null>`${session.preview ?? null}`.as('preview'),
+            sql<string>`${files}`.as('files'),
+            sql<string>`${session.createdAt.toISOString()}`.as('created_at'),
+            sql<string>`${session.expiresAt.toISOString()}`.as('expires_at'),
+          ])
+          .where((eb) =>
+            eb(
+              eb
+                .selectFrom('deploy_sessions')
+                .select(eb.fn.countAll().as('n'))
+                .where('username', '=', session.user)
+                .where('expires_at', '>', now.toISOString()),
+              '<',
+              max,
+            ),
+          ),
+      )
+      .executeTakeFirst();
+    return result.numInsertedOrUpdatedRows === 1n ? id : undefined;
+  }
+
+  async find(id: string): Promise<DeploySession | undefined> {
+    const row = await this.db.selectFrom('deploy_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+    if (row === undefined) return undefined;
+    const files = (JSON.parse(row.files) as StoredFile[]).map(([path, size, digest]): ManifestFile => ({ path, size, digest: digest as Digest }));
+    return {
+      id: row.id,
+      user: row.username as Username,
+      project: row.project as ProjectName,
+      preview: (row.preview ?? undefined) as PreviewName | undefined,
+      files,
+      createdAt: new Date(row.created_at),
+      expiresAt: new Date(row.expires_at),
+    };
+  }
+
+  async extend(id: string, expiresAt: Date): Promise<void> {
+    await this.db.updateTable('deploy_sessions').set({ expires_at: expiresAt.toISOString() }).where('id', '=', id).execute();
+  }
+
+  async close(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('deploy_sessions').where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async expired(now: Date): Promise<string[]> {
+    const rows = await this.db.selectFrom('deploy_sessions').select('id').where('expires_at', '<=', now.toISOString()).execute();
+    return rows.map((r) => r.id);
+  }
+
+  async stillOpen(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db.selectFrom('deploy_sessions').select('id').where('id', 'in', ids).execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async removeUser(user: Username): Promise<void> {
+    await this.db.deleteFrom('deploy_sessions').where('username', '=', user).execute();
+  }
+}

@@ -1,0 +1,115 @@
+import express from 'express';
+import type { Request } from 'express';
+import type { SessionState } from '../../../application/deploy-session-access.js';
+import type { Authentication } from '../auth.js';
+import { bearerToken } from '../bearer.js';
+import type { HttpDeps } from '../http-deps.js';
+import { UploadTooLarge } from '../http-errors.js';
+import { continueIfExpected, declaredLength, fallback, methodNotAllowed } from '../middleware.js';
+import { jsonObject, optionalString } from '../request-body.js';
+import { readUploadBody } from '../upload-body.js';
+import { deployedAnswer, inDeploySlot } from './deploy.js';
+
+const sessionParam = (req: Request): string => String(req.params.id);
+
+/** Bytes of manifest JSON (inflated) a file may take: a path of up to 1,024 bytes, its digest, size and quoting. */
+const MANIFEST_BYTES_PER_FILE = 1200;
+
+function sessionAnswer(state: SessionState): Record<string, unknown> {
+  const { session } = state;
+  return {
+    status: 'ok',
+    id: session.id,
+    project: session.project,
+    ...(session.preview === undefined ? {} : { preview: session.preview }),
+    expiresAt: session.expiresAt.toISOString(),
+    files: state.files,
+    bytes: state.bytes,
+    missing: state.missing,
+    missingBytes: state.missingBytes,
+  };
+}
+
+/**
+ * The incremental deploy (docs/content-store.md): a manifest opens a session and is
+ * answered with the objects the user lacks; batches of them are uploaded; the publish
+ * builds the release from the store and swaps it live. Signed as POST /api/v1/deploy
+ * is: a user token or a deploy key that grants the session's project.
+ */
+export function deploySessionRoutes(
+  app: express.Express,
+  deps: Pick<HttpDeps, 'settings' | 'sessions' | 'deploys' | 'slots' | 'metrics' | 'logger'>,
+  auth: Authentication,
+): void {
+  const { settings } = deps;
+  // gzip-compressed manifests are inflated here, and the limit holds for what they inflate to.
+  let parser: express.RequestHandler | undefined;
+  const manifestBody: express.RequestHandler = (req, res, next) => {
+    parser ??= express.json({ limit: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, strict: true, inflate: true, type: () => true });
+    return parser(req, res, next);
+  };
+
+  app
+    .route('/api/v1/deploys')
+    .post(fallback('deployment failed'), async (req, res) => {
+      // Signed in before a byte of the manifest is read.
+      const { user } = await auth.deployer(req, res);
+      continueIfExpected(req, res);
+      await new Promise<void>((resolve, reject) =>
+        manifestBody(req, res, (error?: unknown) => {
+          if (error === undefined) resolve();
+          // A manifest too large for MAX_FILES is an upload too large, not a malformed one.
+          else reject((error as { type?: unknown }).type === 'entity.too.large' ? new UploadTooLarge() : (error as Error));
+        }),
+      );
+      const body = jsonObject(req.body);
+      const project = optionalString(body, 'project') ?? '';
+      const preview = optionalString(body, 'preview');
+      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', project, preview, files: body.files });
+      res.status(201).json(sessionAnswer(state));
+    })
+    .all(methodNotAllowed('POST'));
+
+  app
+    .route('/api/v1/deploys/:id')
+    .get(fallback('deployment failed'), async (req, res) => {
+      const { user } = await auth.deployer(req, res);
+      res.json(sessionAnswer(await deps.sessions.show.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) })));
+    })
+    .delete(fallback('deployment failed'), async (req, res) => {
+      const { user } = await auth.deployer(req, res);
+      await deps.sessions.cancel.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) });
+      res.status(204).end();
+    })
+    .all(methodNotAllowed('GET, HEAD, DELETE'));
+
+  app
+    .route('/api/v1/deploys/:id/objects')
+    .put(fallback('deployment failed'), async (req, res) => {
+      const { user } = await auth.deployer(req, res);
+      const token = bearerToken(req) ?? '';
+      const started = performance.now();
+      if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
+      const state = await inDeploySlot(deps, user, res, started, async (signal) => {
+        continueIfExpected(req, res);
+        const upload = readUploadBody(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
+        try {
+          return await deps.sessions.upload.execute({ user, token, id: sessionParam(req), batch: upload.body, signal });
+        } catch (error) {
+          throw upload.failure() ?? error;
+        }
+      });
+      res.json({ ...sessionAnswer(state), stored: state.stored });
+    })
+    .all(methodNotAllowed('PUT'));
+
+  app
+    .route('/api/v1/deploys/:id/publish')
+    .post(fallback('deployment failed'), async (req, res) => {
+      const { user } = await auth.deployer(req, res);
+      const started = performance.now();
+      const deployed = await inDeploySlot(deps, user, res, started, () => deps.sessions.publish.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) }));
+      res.json(deployedAnswer(deps, user, deployed, started));
+    })
+    .all(methodNotAllowed('POST'));
+}

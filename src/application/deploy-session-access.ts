@@ -1,0 +1,56 @@
+import { inject, injectable } from 'inversify';
+import { isSessionExpired, sessionExpiry } from '../domain/deploy-session.js';
+import { DeploySessionNotFound } from '../domain/errors.js';
+import { manifestOf, type Digest, type Manifest } from '../domain/manifest.js';
+import type { Username } from '../domain/username.js';
+import { PublishRelease } from './publish-release.js';
+import { CLOCK, type Clock } from './ports/clock.js';
+import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { DEPLOY_SESSIONS, type DeploySession, type DeploySessions } from './ports/deploy-sessions.js';
+import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+
+/** What a client is told of its session: enough to upload the rest and publish. */
+export interface SessionState {
+  readonly session: DeploySession;
+  readonly files: number;
+  readonly bytes: number;
+  /** Objects the user's store and the session's uploads lack, each once. */
+  readonly missing: Digest[];
+  readonly missingBytes: number;
+}
+
+/**
+ * A session as its own user sees it: another user's, an expired one or one closed are
+ * all "not found" (one user never learns of another's sessions), and using one keeps it
+ * alive. The token must still deploy the session's project (and preview): a key revoked
+ * mid-session can do nothing more with it.
+ */
+@injectable()
+export class DeploySessionAccess {
+  constructor(
+    @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
+    @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
+    @inject(PublishRelease) private readonly publisher: PublishRelease,
+    @inject(CLOCK) private readonly clock: Clock,
+    @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
+  ) {}
+
+  async use(user: Username, token: string, id: string): Promise<DeploySession> {
+    const session = await this.sessions.find(id);
+    const now = this.clock.now();
+    if (session === undefined || session.user !== user || isSessionExpired(session.expiresAt, now)) throw new DeploySessionNotFound();
+    await this.publisher.assertStillAuthorised(user, token, session.project, session.preview);
+    await this.sessions.extend(id, sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
+    return session;
+  }
+
+  async state(session: DeploySession): Promise<SessionState> {
+    const manifest = manifestOf(session.files);
+    return stateOf(session, manifest, await this.objects.missing(session.user, session.id, manifest.objects));
+  }
+}
+
+export function stateOf(session: DeploySession, manifest: Manifest, missing: Digest[]): SessionState {
+  const missingBytes = missing.reduce((sum, digest) => sum + (manifest.objects.get(digest) ?? 0), 0);
+  return { session, files: manifest.files.length, bytes: manifest.bytes, missing, missingBytes };
+}

@@ -1,0 +1,43 @@
+import type { ServiceIdentifier } from 'inversify';
+import type { ManifestFile } from '../../domain/manifest.js';
+import type { PreviewName } from '../../domain/preview.js';
+import type { ProjectName } from '../../domain/project-name.js';
+import type { Username } from '../../domain/username.js';
+
+/**
+ * An incremental deploy between its manifest and its publish (docs/content-store.md).
+ * Kept in the database: a session must outlive a restart and be seen by every replica.
+ */
+export interface DeploySession {
+  readonly id: string;
+  readonly user: Username;
+  readonly project: ProjectName;
+  /** Undefined for a live deploy. */
+  readonly preview: PreviewName | undefined;
+  readonly files: readonly ManifestFile[];
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+}
+
+export type NewDeploySession = Omit<DeploySession, 'id'>;
+
+export interface DeploySessions {
+  /**
+   * Opens the session unless its user already has `max` unexpired at `now`; returns its
+   * id, or undefined when the user is at the limit.
+   */
+  open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined>;
+  /** The session, expired or not; undefined once it is closed, or if it never was. */
+  find(id: string): Promise<DeploySession | undefined>;
+  /** Moves its expiry: every use of a session keeps it alive. */
+  extend(id: string, expiresAt: Date): Promise<void>;
+  /** Ends it; false if it was not open. */
+  close(id: string): Promise<boolean>;
+  /** The ids of sessions expired at `now`. */
+  expired(now: Date): Promise<string[]>;
+  /** Which of `ids` are sessions still open (expired or not). */
+  stillOpen(ids: readonly string[]): Promise<Set<string>>;
+  removeUser(user: Username): Promise<void>;
+}
+
+export const DEPLOY_SESSIONS = Symbol.for('sitedrop.DeploySessions') as ServiceIdentifier<DeploySessions>;

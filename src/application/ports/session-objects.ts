@@ -1,0 +1,36 @@
+import type { ServiceIdentifier } from 'inversify';
+import type { Digest, ManifestFile } from '../../domain/manifest.js';
+import type { Username } from '../../domain/username.js';
+import type { StagedRelease } from './release-fs.js';
+
+/**
+ * The file side of an incremental deploy: what a user's store lacks, the objects a
+ * session uploads (kept apart from the store until the release is published, so a
+ * session given up changes nothing), and the release built from them.
+ */
+export interface SessionObjects {
+  /**
+   * Which of `objects` (digest to size) neither the user's store nor the session's
+   * uploads (none before it opens) hold. Throws ManifestRejected when one is held at
+   * another size: the manifest lies about it.
+   */
+  missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]>;
+  /**
+   * Keeps a batch of objects (a gzip-compressed tar of files named by digest) with the
+   * session, each checked against `expected` (digest to size) and its bytes against its
+   * name. Throws ObjectsRejected, keeping nothing of the batch, or DeployAborted when
+   * `signal` fires. Returns how many objects the batch held.
+   */
+  receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number>;
+  /**
+   * Builds the release's files in a staging area from the store and the session's
+   * uploads. Throws ObjectsMissing, leaving nothing, when some object is in neither.
+   */
+  assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease>;
+  /** Removes what the session uploaded. */
+  removeUploads(session: string): Promise<void>;
+  /** The sessions with uploads kept on disk. */
+  sessionsWithUploads(): Promise<string[]>;
+}
+
+export const SESSION_OBJECTS = Symbol.for('sitedrop.SessionObjects') as ServiceIdentifier<SessionObjects>;

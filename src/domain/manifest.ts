@@ -1,0 +1,122 @@
+import { ArchiveLedger, normaliseEntryPath, shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
+import { ArchiveRejected, ManifestRejected } from './errors.js';
+
+/**
+ * What an incremental deploy says its site holds, before any byte of it is sent: each
+ * file's path, size and SHA-256. The same rules as an archive's entries apply (the path
+ * rules, duplicates, file/directory clashes, MAX_FILES counting the directories paths
+ * imply, MAX_BYTES), all checked here, so a manifest the server accepts is one it can
+ * build a release from (docs/content-store.md).
+ */
+export interface ManifestFile {
+  /** Normalised as an archive entry's path is: relative, no '.' or empty components. */
+  readonly path: string;
+  readonly size: number;
+  /** SHA-256 of the file's bytes, 64 lowercase hex digits. */
+  readonly digest: Digest;
+}
+
+export type Digest = string & { readonly __brand: 'Digest' };
+
+export interface Manifest {
+  readonly files: readonly ManifestFile[];
+  /** Every distinct non-empty content the release needs, with its size: what may be asked for. */
+  readonly objects: ReadonlyMap<Digest, number>;
+  readonly bytes: number;
+}
+
+/** The digest of no bytes: empty files are made, never uploaded or shared. */
+export const EMPTY_DIGEST = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' as Digest;
+
+const DIGEST = /^[0-9a-f]{64}$/;
+
+export function isDigest(value: unknown): value is Digest {
+  return typeof value === 'string' && DIGEST.test(value);
+}
+
+/**
+ * A manifest as the client sent it (parsed JSON of any shape), checked whole. Every
+ * refusal names the file at fault, shortened and escaped as archive reasons are.
+ */
+export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
+  if (!Array.isArray(files)) throw new ManifestRejected('files must be an array of {path, size, digest}');
+  // Checked before any entry: a count far over the limit is refused without walking it.
+  if (files.length > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
+  const ledger = new ArchiveLedger(limits);
+  const objects = new Map<Digest, number>();
+  const parsed: ManifestFile[] = [];
+  for (const [index, entry] of files.entries()) {
+    const file = parseFile(entry, index);
+    try {
+      const path = normaliseEntryPath(file.path);
+      if (path === '') throw new ArchiveRejected(`a file cannot be the site root: ${shownName(file.path)}`);
+      ledger.admit('file', path, file.size);
+      parsed.push({ path, size: file.size, digest: file.digest });
+    } catch (error) {
+      // The archive's words, "archive has more than ...", read as well for a manifest.
+      if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason.replace(/^archive /, 'site '));
+      throw error;
+    }
+    if (file.size === 0) {
+      if (file.digest !== EMPTY_DIGEST) throw new ManifestRejected(`an empty file's digest must be ${EMPTY_DIGEST}: ${shownName(file.path)}`);
+      continue;
+    }
+    const known = objects.get(file.digest);
+    // One content has one size: a second size is a lie about one of them.
+    if (known !== undefined && known !== file.size) throw new ManifestRejected(`digest listed with two sizes: ${shownName(file.path)}`);
+    objects.set(file.digest, file.size);
+  }
+  if (parsed.length === 0) throw new ManifestRejected('site contains no files');
+  return { files: parsed, objects, bytes: ledger.bytes };
+}
+
+function parseFile(entry: unknown, index: number): { path: string; size: number; digest: Digest } {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ManifestRejected(`files[${index}] is not an object`);
+  const { path, size, digest } = entry as Record<string, unknown>;
+  if (typeof path !== 'string') throw new ManifestRejected(`files[${index}].path is not a string`);
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw new ManifestRejected(`size must be a whole number of bytes: ${shownName(path)}`);
+  }
+  if (!isDigest(digest)) throw new ManifestRejected(`digest must be 64 lowercase hex digits (SHA-256): ${shownName(path)}`);
+  return { path, size, digest };
+}
+
+/** The objects of `manifest` that `have` lacks, each once, and their bytes. */
+export function missingObjects(manifest: Manifest, have: (digest: Digest) => boolean): { digests: Digest[]; bytes: number } {
+  const digests: Digest[] = [];
+  let bytes = 0;
+  for (const [digest, size] of manifest.objects) {
+    if (have(digest)) continue;
+    digests.push(digest);
+    bytes += size;
+  }
+  return { digests, bytes };
+}
+
+/**
+ * A batch of objects is a tar archive with stricter rules: every entry a file at its
+ * root, named by a digest the session asked for, of the manifest's size for it. Checked
+ * on each entry's header, before its bytes are read.
+ */
+export function assertExpectedObject(expected: ReadonlyMap<string, number>, kind: EntryKind, path: string, size: number): void {
+  if (kind !== 'file' || !isDigest(path)) throw new ArchiveRejected(`not an object (a file named by its SHA-256 at the archive's root): ${shownName(path)}`);
+  const wanted = expected.get(path);
+  if (wanted === undefined) throw new ArchiveRejected(`not an object of this deploy's manifest: ${path}`);
+  if (size !== wanted) throw new ArchiveRejected(`object is ${size} bytes, the manifest says ${wanted}: ${path}`);
+}
+
+/** An object's bytes must hash to its name: anything else is another file, or a lie. */
+export function assertObjectBytes(name: string, digest: string): void {
+  if (digest !== name) throw new ArchiveRejected(`object's bytes do not match its name (their SHA-256 is ${digest}): ${name}`);
+}
+
+/** A manifest checked when its session opened, read back: its objects and bytes again. */
+export function manifestOf(files: readonly ManifestFile[]): Manifest {
+  const objects = new Map<Digest, number>();
+  let bytes = 0;
+  for (const file of files) {
+    bytes += file.size;
+    if (file.size > 0) objects.set(file.digest, file.size);
+  }
+  return { files, objects, bytes };
+}

@@ -1,0 +1,399 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
+import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
+import { snapshot } from '../support/tree.js';
+
+const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
+type Site = Record<string, Buffer>;
+
+/** A site of `pages` pages, a few of them large (streamed, not sent whole), version `v` of the ones `changed` picks. */
+function site(v: string, pages: number, changed: (i: number) => boolean = () => false): Site {
+  const out: Site = { 'index.html': Buffer.from(`<h1>${v}</h1>\n`), 'empty.txt': Buffer.alloc(0), 'same-a.css': Buffer.from('body{}\n'), 'same-b.css': Buffer.from('body{}\n') };
+  for (let i = 0; i < pages; i += 1) {
+    const body = i % 25 === 4 ? Buffer.alloc(200_000 + i, i % 251) : Buffer.from(`page ${i} ${'y'.repeat(500 + i)}\n`);
+    out[`docs/part-${i % 4}/page-${i}.html`] = changed(i) ? Buffer.concat([body, Buffer.from(v)]) : body;
+  }
+  return out;
+}
+
+const manifest = (s: Site) => Object.entries(s).map(([path, bytes]) => ({ path, size: bytes.length, digest: sha256(bytes) }));
+
+/** A batch of objects as the protocol takes them: a .tar.gz of files named by digest. */
+function objects(s: Site, digests: readonly string[]): Buffer {
+  const byDigest = new Map(Object.values(s).map((bytes) => [sha256(bytes), bytes]));
+  return tgz(digests.map((d) => file(d, byDigest.get(d) ?? Buffer.from(`unknown ${d}`))));
+}
+
+async function releaseFiles(root: string): Promise<Site> {
+  const out: Site = {};
+  async function walk(sub: string): Promise<void> {
+    for (const entry of await readdir(join(root, sub), { withFileTypes: true })) {
+      const rel = sub ? `${sub}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(rel);
+      else out[rel] = await readFile(join(root, rel));
+    }
+  }
+  await walk('');
+  return out;
+}
+
+describe('incremental deploys (real server, real directories, real SQLite)', () => {
+  let h: Harness;
+  let token: string;
+
+  const open = (body: unknown, as = token, headers: Record<string, string> = {}) => h.call('POST', '/api/v1/deploys', { token: as, json: body, headers });
+  const upload = (id: string, batch: Buffer, as = token) =>
+    h.call('PUT', `/api/v1/deploys/${id}/objects`, { token: as, body: batch, headers: { 'content-type': 'application/gzip' } });
+  const publish = (id: string, as = token) => h.call('POST', `/api/v1/deploys/${id}/publish`, { token: as });
+  const live = (user: string, project: string) => readlink(join(h.docsRoot, user, project)).catch(() => undefined);
+  const release = (user: string, project: string, id: string) => join(h.deploysRoot, user, project, id);
+
+  /** The whole protocol, as a client would run it; returns the publish's answer and what was sent. */
+  async function deploy(project: string, s: Site, as = token, extra: Record<string, unknown> = {}): Promise<{ reply: Reply; sent: string[] }> {
+    const opened = await open({ project, files: manifest(s), ...extra }, as);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    const missing = opened.body.missing as string[];
+    if (missing.length > 0) {
+      const uploaded = await upload(opened.body.id as string, objects(s, missing), as);
+      expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
+      expect(uploaded.body.missing).toEqual([]);
+    }
+    return { reply: await publish(opened.body.id as string, as), sent: missing };
+  }
+
+  beforeAll(async () => {
+    h = await startHarness({ RELEASES_KEEP: '5', MAX_FILES: '300', MAX_EXTRACTED_BYTES: String(20 * 1024 * 1024), DEPLOY_SESSIONS_MAX: '3' });
+    token = await h.createUser('inc');
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('a first deploy asks for every distinct content once, and publishes the site byte for byte', async () => {
+    const s = site('v1', 60);
+    const opened = await open({ project: 'docs', files: manifest(s) });
+    expect(opened.status).toBe(201);
+    const distinct = new Set(Object.values(s).filter((b) => b.length > 0).map(sha256));
+    expect(new Set(opened.body.missing as string[])).toEqual(distinct);
+    expect((opened.body.missing as string[]).length).toBe(distinct.size); // same-a and same-b asked once
+    expect(opened.body).toMatchObject({ status: 'ok', project: 'docs', files: Object.keys(s).length });
+    expect(opened.body.id).toMatch(/^[0-9a-f]{32}$/);
+    expect(Date.parse(opened.body.expiresAt as string)).toBeGreaterThan(Date.now());
+
+    const uploaded = await upload(opened.body.id as string, objects(s, opened.body.missing as string[]));
+    expect(uploaded.status).toBe(200);
+    expect(uploaded.body).toMatchObject({ stored: distinct.size, missing: [], missingBytes: 0 });
+
+    const published = await publish(opened.body.id as string);
+    expect(published.status).toBe(200);
+    expect(published.body).toEqual({
+      status: 'ok',
+      project: 'docs',
+      username: 'inc',
+      url: 'https://sites.example.test/inc/docs/',
+      release: expect.stringMatching(/^\d{8}T\d{6}Z?/),
+    });
+    const id = published.body.release as string;
+    expect(await live('inc', 'docs')).toBe(`${release('inc', 'docs', id)}/`);
+    expect(await releaseFiles(release('inc', 'docs', id))).toEqual(s);
+    const tree = await snapshot(release('inc', 'docs', id));
+    for (const [path, what] of Object.entries(tree)) expect(what, path).toMatch(/^(file 644|dir 755)/);
+    // The session is over, and what it uploaded went into the store.
+    expect((await h.call('GET', `/api/v1/deploys/${String(opened.body.id)}`, { token })).status).toBe(404);
+    expect(await readdir(join(h.deploysRoot, '.sessions'))).toEqual([]);
+  });
+
+  it('a redeploy asks only for what changed; unchanged files share the bytes of the release before, which stays as it was', async () => {
+    const before = (await readdir(join(h.deploysRoot, 'inc', 'docs'))).sort();
+    const previous = release('inc', 'docs', before.at(-1)!);
+    const old = await releaseFiles(previous);
+    const s = site('v2', 60, (i) => i % 20 === 3);
+    const { reply, sent } = await deploy('docs', s);
+    expect(reply.status).toBe(200);
+    const changed = new Set(Object.entries(s).filter(([path, bytes]) => !old[path]?.equals(bytes)).map(([, bytes]) => sha256(bytes)));
+    expect(new Set(sent)).toEqual(changed);
+    expect(sent.length).toBe(4); // index.html and pages 3, 23, 43
+    const current = release('inc', 'docs', reply.body.release as string);
+    expect(await releaseFiles(current)).toEqual(s);
+    expect(await releaseFiles(previous)).toEqual(old);
+    for (const path of Object.keys(s)) {
+      if (s[path]!.length === 0) continue;
+      const [a, b] = await Promise.all([stat(join(previous, path)), stat(join(current, path))]);
+      expect(a.ino === b.ino, path).toBe(old[path]!.equals(s[path]!));
+    }
+  });
+
+  it('a deploy that sends nothing new publishes from the store alone', async () => {
+    const s = site('v2', 60, (i) => i % 20 === 3);
+    const { reply, sent } = await deploy('docs', s);
+    expect(sent).toEqual([]);
+    expect(reply.status).toBe(200);
+    expect(await releaseFiles(release('inc', 'docs', reply.body.release as string))).toEqual(s);
+  });
+
+  it('bytes a tarball deploy stored are never asked for again, and the other way round', async () => {
+    const s = site('tar', 30);
+    const entries: RawEntry[] = Object.entries(s).map(([path, bytes]) => file(path, bytes));
+    expect((await h.deploy(token, 'blog', tgz(entries))).status).toBe(200);
+    const opened = await open({ project: 'blog', files: manifest({ ...s, 'new.html': Buffer.from('new\n') }) });
+    expect(opened.body.missing).toEqual([sha256(Buffer.from('new\n'))]);
+    await h.call('DELETE', `/api/v1/deploys/${String(opened.body.id)}`, { token });
+  });
+
+  it('an interrupted deploy resumes: asked again, the session names what is still missing', async () => {
+    const s = site('resume', 40, () => true);
+    const opened = await open({ project: 'resume', files: manifest(s) });
+    const id = opened.body.id as string;
+    const missing = opened.body.missing as string[];
+    const half = missing.slice(0, Math.floor(missing.length / 2));
+    const first = await upload(id, objects(s, half));
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const asked = await h.call('GET', `/api/v1/deploys/${id}`, { token });
+    expect(asked.status).toBe(200);
+    expect(new Set(asked.body.missing as string[])).toEqual(new Set(missing.slice(half.length)));
+    // Publishing early is refused with what is missing, and the session stays open.
+    const early = await publish(id);
+    expect(early.status).toBe(409);
+    expect(early.body.error).toBe('objects missing');
+    expect(new Set(early.body.missing as string[])).toEqual(new Set(missing.slice(half.length)));
+    expect(await live('inc', 'resume')).toBeUndefined();
+    expect(await readdir(join(h.deploysRoot, 'inc', 'resume')).catch(() => [])).toEqual([]);
+    expect((await upload(id, objects(s, missing.slice(half.length)))).status).toBe(200);
+    const done = await publish(id);
+    expect(done.status).toBe(200);
+    expect(await releaseFiles(release('inc', 'resume', done.body.release as string))).toEqual(s);
+  });
+
+  it('two publishes of one session publish once', async () => {
+    const s = site('twice', 10);
+    const opened = await open({ project: 'twice', files: manifest(s) });
+    await upload(opened.body.id as string, objects(s, opened.body.missing as string[]));
+    const both = await Promise.all([publish(opened.body.id as string), publish(opened.body.id as string)]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 404]);
+    expect(await readdir(join(h.deploysRoot, 'inc', 'twice'))).toHaveLength(1);
+  });
+
+  it('a preview through a session moves the preview link, never the live one', async () => {
+    const liveBefore = await live('inc', 'docs');
+    const s = site('preview', 10);
+    const { reply } = await deploy('docs', s, token, { preview: 'pr-7' });
+    expect(reply.status).toBe(200);
+    expect(reply.body.preview).toBe('pr-7');
+    expect(await live('inc', 'docs')).toBe(liveBefore);
+    expect(await readlink(join(h.previewsRoot, 'inc', 'docs', 'pr-7'))).toBe(`${release('inc', 'docs', reply.body.release as string)}/`);
+  });
+
+  describe('a manifest that breaks a rule is refused whole, with nothing changed', () => {
+    const good = () => manifest(site('m', 5));
+    const cases: [string, () => unknown, RegExp][] = [
+      ['a path with ..', () => [...good(), { path: 'a/../../etc/passwd', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: path contains '\.\.' component which is not allowed: a\/\.\.\/\.\.\/etc\/passwd$/],
+      ['an absolute path', () => [{ path: '/etc/passwd', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: absolute path not allowed/],
+      ['a duplicate path', () => [...good(), good()[0]], /^invalid manifest: duplicate path: /],
+      ['a file where a directory is', () => [{ path: 'a', size: 1, digest: 'a'.repeat(64) }, { path: 'a/b', size: 1, digest: 'b'.repeat(64) }], /^invalid manifest: a file and a directory share the path: a$/],
+      ['a malformed digest', () => [{ path: 'a', size: 1, digest: 'A'.repeat(64) }], /^invalid manifest: digest must be 64 lowercase hex digits \(SHA-256\): a$/],
+      ['a negative size', () => [{ path: 'a', size: -1, digest: 'a'.repeat(64) }], /^invalid manifest: size must be a whole number of bytes: a$/],
+      ['a fractional size', () => [{ path: 'a', size: 1.5, digest: 'a'.repeat(64) }], /^invalid manifest: size must be a whole number of bytes: a$/],
+      ['an empty file with a digest of bytes', () => [{ path: 'a', size: 0, digest: 'a'.repeat(64) }], /^invalid manifest: an empty file's digest must be e3b0/],
+      ['one digest with two sizes', () => [{ path: 'a', size: 1, digest: 'a'.repeat(64) }, { path: 'b', size: 2, digest: 'a'.repeat(64) }], /^invalid manifest: digest listed with two sizes: b$/],
+      ['more files than MAX_FILES', () => Array.from({ length: 301 }, (_, i) => ({ path: `f${i}`, size: 1, digest: 'a'.repeat(64) })), /^invalid manifest: more than 300 files and directories$/],
+      ['files and the directories they imply over MAX_FILES', () => Array.from({ length: 101 }, (_, i) => ({ path: `d${i}/e/f`, size: 1, digest: 'a'.repeat(64) })), /^invalid manifest: site has more than 300 files and directories$/],
+      ['more bytes than MAX_EXTRACTED_BYTES', () => [{ path: 'a', size: 20 * 1024 * 1024 + 1, digest: 'a'.repeat(64) }], /^invalid manifest: site unpacks to more than 20971520 bytes$/],
+      ['a control character in a path', () => [{ path: 'a\nb', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: path contains a control character: a\\u000ab$/],
+      ['no files', () => [], /^invalid manifest: site contains no files$/],
+      ['files not a list', () => ({ 'index.html': 'x' }), /^invalid manifest: files must be an array/],
+      ['an entry not an object', () => ['index.html'], /^invalid manifest: files\[0\] is not an object$/],
+      ['the root as a file', () => [{ path: './', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: a file cannot be the site root/],
+    ];
+    it.each(cases)('%s', async (_name, files, message) => {
+      await h.trashEmptied();
+      const before = await snapshot(h.root);
+      const reply = await open({ project: 'abuse', files: files() });
+      expect(reply.status).toBe(400);
+      expect(reply.body.error).toMatch(message);
+      expect(await snapshot(h.root)).toEqual(before);
+    });
+
+    it('a size that lies about bytes the user has stored', async () => {
+      const stored = Buffer.from('body{}\n');
+      await h.trashEmptied();
+      const before = await snapshot(h.root);
+      const reply = await open({ project: 'abuse', files: [{ path: 'a.css', size: stored.length + 100, digest: sha256(stored) }] });
+      expect(reply.status).toBe(400);
+      expect(reply.body.error).toBe(`invalid manifest: size does not match the object's: ${sha256(stored)} is not ${stored.length + 100} bytes`);
+      expect(await snapshot(h.root)).toEqual(before);
+    });
+
+    it('a bad project or preview name, and a body that is not JSON', async () => {
+      expect((await open({ project: '../x', files: good() })).body.error).toBe('invalid project name format');
+      expect((await open({ project: 'ok', preview: 'Bad Name', files: good() })).body.error).toBe('invalid preview name format');
+      const raw = await h.call('POST', '/api/v1/deploys', { token, body: '{not json', headers: { 'content-type': 'application/json' } });
+      expect(raw.status).toBe(400);
+      expect(raw.body.error).toBe('invalid request body');
+    });
+
+    it('a gzip-compressed manifest is read; one that inflates past its limit is refused', async () => {
+      const s = site('gz', 3);
+      const opened = await h.call('POST', '/api/v1/deploys', {
+        token,
+        body: gzipSync(JSON.stringify({ project: 'gz', files: manifest(s) })),
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      });
+      expect(opened.status).toBe(201);
+      await h.call('DELETE', `/api/v1/deploys/${String(opened.body.id)}`, { token });
+      // 300 files allow 360 KB of manifest: 10 MB of spaces inflate from a few KB.
+      const bomb = gzipSync(Buffer.concat([Buffer.from('{"project":"gz","files":[]'), Buffer.alloc(10 * 1024 * 1024, 0x20), Buffer.from('}')]));
+      expect(bomb.length).toBeLessThan(20_000);
+      const refused = await h.call('POST', '/api/v1/deploys', { token, body: bomb, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      expect(refused.status).toBe(413);
+    });
+  });
+
+  describe('a batch of objects that is not what the session asked for is refused whole', () => {
+    let id: string;
+    let s: Site;
+    let missing: string[];
+    beforeAll(async () => {
+      s = { 'index.html': Buffer.from('objects test\n'), 'big.bin': Buffer.alloc(300_000, 7), 'a.txt': Buffer.from('a\n') };
+      const opened = await open({ project: 'objects', files: manifest(s) });
+      id = opened.body.id as string;
+      missing = opened.body.missing as string[];
+    });
+
+    // The files: the database changes only by the session's expiry, moved by every use.
+    const files = async () => ({ deploys: await snapshot(h.deploysRoot), docs: await snapshot(h.docsRoot) });
+    const refuses = async (batch: Buffer, message: RegExp): Promise<void> => {
+      await h.trashEmptied();
+      const before = await files();
+      const reply = await upload(id, batch);
+      expect(reply.status, JSON.stringify(reply.body)).toBe(400);
+      expect(reply.body.error).toMatch(message);
+      // Nothing of it kept: the session still lacks every object, and the disk is as it was.
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing).toEqual(missing);
+      await h.trashEmptied();
+      expect(await files()).toEqual(before);
+    };
+
+    it('bytes that do not hash to the name (small, and large enough to stream)', async () => {
+      const [small, big] = [sha256(s['a.txt']!), sha256(s['big.bin']!)];
+      await refuses(tgz([file(sha256(s['index.html']!), s['index.html']!), file(small, Buffer.from('b\n'))]), new RegExp(`^invalid objects: object's bytes do not match its name \\(their SHA-256 is ${sha256(Buffer.from('b\n'))}\\): ${small}$`));
+      await refuses(tgz([file(big, Buffer.alloc(300_000, 8))]), /^invalid objects: object's bytes do not match its name/);
+    });
+
+    it('an object the manifest does not list, of another size, or not a file at the root', async () => {
+      const other = Buffer.from('not in the manifest\n');
+      await refuses(tgz([file(sha256(other), other)]), /^invalid objects: not an object of this deploy's manifest: [0-9a-f]{64}$/);
+      await refuses(tgz([file(sha256(s['a.txt']!), Buffer.from('a\nand more\n'))]), /^invalid objects: object is 11 bytes, the manifest says 2: /);
+      await refuses(tgz([file(`sub/${sha256(s['a.txt']!)}`, s['a.txt']!)]), /^invalid objects: not an object \(a file named by its SHA-256 at the archive's root\): sub\//);
+      await refuses(tgz([dir(sha256(s['a.txt']!))]), /^invalid objects: not an object/);
+      await refuses(tgz([file(`../${sha256(s['a.txt']!)}`, s['a.txt']!)]), /^invalid objects: path contains '\.\.' component/);
+    });
+
+    it('a body that is not a gzip-compressed tar, or is empty', async () => {
+      await refuses(Buffer.from('hello'), /^invalid objects: not a valid gzip stream/);
+      await refuses(gzipSync(gzipSync(Buffer.alloc(1024))), /^invalid objects: archive is compressed twice/);
+      await refuses(Buffer.alloc(0), /^invalid objects: the batch is empty$/);
+    });
+
+    it('the same batch, honest, is taken', async () => {
+      const reply = await upload(id, objects(s, missing));
+      expect(reply.status).toBe(200);
+      expect(reply.body.missing).toEqual([]);
+      expect((await publish(id)).status).toBe(200);
+    });
+  });
+
+  describe('sessions belong to their user and their grant', () => {
+    it("another user's session is not found, and another user's store is never offered", async () => {
+      const other = await h.createUser('other');
+      const s = site('mine', 5);
+      const opened = await open({ project: 'iso', files: manifest(s) });
+      const id = opened.body.id as string;
+      for (const [method, path] of [
+        ['GET', `/api/v1/deploys/${id}`],
+        ['PUT', `/api/v1/deploys/${id}/objects`],
+        ['POST', `/api/v1/deploys/${id}/publish`],
+        ['DELETE', `/api/v1/deploys/${id}`],
+      ] as const) {
+        const reply = await h.call(method, path, { token: other, ...(method === 'PUT' ? { body: objects(s, opened.body.missing as string[]) } : {}) });
+        expect(reply.status, `${method} ${path}`).toBe(404);
+        expect(reply.body.error).toBe('deploy session not found');
+      }
+      // 'inc' stored every one of these bytes already (site v1 has them): 'other' is still asked for all.
+      const theirs = await open({ project: 'iso', files: manifest(site('v1', 60)) }, other);
+      expect((theirs.body.missing as string[]).length).toBe(new Set(Object.values(site('v1', 60)).filter((b) => b.length > 0).map(sha256)).size);
+      await h.call('DELETE', `/api/v1/deploys/${String(theirs.body.id)}`, { token: other });
+      await h.call('DELETE', `/api/v1/deploys/${id}`, { token });
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
+    });
+
+    it('a deploy key deploys its own project incrementally and nothing else', async () => {
+      const made = await h.call('POST', '/api/v1/projects/docs/keys', { token, json: { name: 'ci', scope: 'deploy' } });
+      expect(made.status).toBe(200);
+      const key = made.body.token as string;
+      const s = site('keyed', 8);
+      const { reply } = await deploy('docs', s, key);
+      expect(reply.status).toBe(200);
+      expect(reply.body.username).toBe('inc');
+      expect((await open({ project: 'blog', files: manifest(s) }, key)).status).toBe(401);
+      // A session opened with the user's token is not the key's to drive.
+      const mine = await open({ project: 'blog', files: manifest(s) });
+      expect((await h.call('GET', `/api/v1/deploys/${String(mine.body.id)}`, { token: key })).status).toBe(401);
+      // Revoked mid-session: the key can do nothing more with its own session.
+      const keyed = await open({ project: 'docs', files: manifest(site('keyed-2', 8)) }, key);
+      expect(keyed.status).toBe(201);
+      expect((await h.call('DELETE', `/api/v1/projects/docs/keys/${String(made.body.id)}`, { token })).status).toBe(200);
+      expect((await publish(keyed.body.id as string, key)).status).toBe(401);
+      await h.call('DELETE', `/api/v1/deploys/${String(mine.body.id)}`, { token });
+      await h.call('DELETE', `/api/v1/deploys/${String(keyed.body.id)}`, { token });
+      expect((await open({ project: 'docs', files: manifest(s) }, ADMIN_TOKEN)).status).toBe(401);
+    });
+
+    it('a user may have DEPLOY_SESSIONS_MAX open; the next is refused with Retry-After until one ends', async () => {
+      const s = site('many', 2);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i += 1) {
+        const opened = await open({ project: `many${i}`, files: manifest(s) });
+        expect(opened.status).toBe(201);
+        ids.push(opened.body.id as string);
+      }
+      const refused = await open({ project: 'many3', files: manifest(s) });
+      expect(refused.status).toBe(429);
+      expect(refused.body.error).toBe('too many open deploy sessions, retry later');
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await h.call('DELETE', `/api/v1/deploys/${ids[0]!}`, { token })).status).toBe(204);
+      const next = await open({ project: 'many3', files: manifest(s) });
+      expect(next.status).toBe(201);
+      for (const id of [...ids.slice(1), next.body.id as string]) await h.call('DELETE', `/api/v1/deploys/${id}`, { token });
+    });
+  });
+});
+
+describe('an abandoned session expires and its uploads go (real server)', () => {
+  it('after DEPLOY_SESSION_SECONDS without use', async () => {
+    const h = await startHarness({ DEPLOY_SESSION_SECONDS: '1' });
+    try {
+      const token = await h.createUser('idle');
+      const s = site('idle', 5);
+      const opened = await h.call('POST', '/api/v1/deploys', { token, json: { project: 'idle', files: manifest(s) } });
+      const id = opened.body.id as string;
+      const uploaded = await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(s, (opened.body.missing as string[]).slice(0, 2)) });
+      expect(uploaded.status).toBe(200);
+      expect(await readdir(join(h.deploysRoot, '.sessions'))).toEqual([id]);
+      const deadline = Date.now() + 10_000;
+      while ((await readdir(join(h.deploysRoot, '.sessions'))).length > 0 || (await readdir(join(h.deploysRoot, '.trash'))).length > 0) {
+        if (Date.now() > deadline) throw new Error('the session was never swept');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
+      expect((await h.call('POST', `/api/v1/deploys/${id}/publish`, { token })).status).toBe(404);
+      expect(await readdir(join(h.deploysRoot, 'idle')).catch(() => [])).toEqual([]);
+    } finally {
+      await h.close();
+    }
+  });
+});
