@@ -81,4 +81,10 @@ describe('packObjects', () => {
     await writeFile(changed, 'short');
     await expect(tarEntries(packObjects(root, [{ digest, size: 6, path: 'changing.txt' }]))).rejects.toThrow('changing.txt changed');
   });
+
+  it('refuses files removed since they were hashed, naming the first, even while later ones are read ahead', async () => {
+    const gone = (path: string) => ({ digest: sha(Buffer.from(path)), size: path.length, path });
+    const batch = [objects()[0]!, gone('gone-1.txt'), gone('gone-2.txt'), gone('gone-3.txt')];
+    await expect(tarEntries(packObjects(root, batch))).rejects.toThrow('gone-1.txt was removed while it was being deployed: deploy again');
+  });
 });

@@ -13,7 +13,7 @@ const readAt = promisify(read);
 const closeFile = promisify(close);
 
 /** Up to this a file is read in one call; a larger one streams, so memory never holds more than this of one file. */
-const WHOLE_READ_BYTES = 256 * 1024;
+export const SMALL_FILE_BYTES = 256 * 1024;
 
 /**
  * The bytes of the regular file `root/path` (at most `limit` of them), never through a
@@ -22,13 +22,14 @@ const WHOLE_READ_BYTES = 256 * 1024;
 export async function* fileChunks(root: string, path: string, limit = Infinity): AsyncGenerator<Buffer> {
   // O_NOFOLLOW: a file swapped for a link since the folder was walked is refused, not followed.
   const fd = await openFile(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW).catch((error: NodeJS.ErrnoException) => {
-    throw error.code === 'ELOOP' ? linkRefused(path) : error;
+    if (error.code === 'ELOOP') throw linkRefused(path);
+    throw error.code === 'ENOENT' ? new Error(`${path} was removed while it was being deployed: deploy again`) : error;
   });
   try {
     const info = await statFile(fd);
     if (!info.isFile()) throw notRegular(path);
     const size = Math.min(info.size, limit);
-    if (size <= WHOLE_READ_BYTES) {
+    if (size <= SMALL_FILE_BYTES) {
       const buffer = Buffer.allocUnsafe(size);
       const { bytesRead } = size === 0 ? { bytesRead: 0 } : await readAt(fd, buffer, 0, size, 0);
       if (bytesRead > 0) yield buffer.subarray(0, bytesRead);

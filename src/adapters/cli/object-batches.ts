@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { Header } from 'tar';
-import { fileChunks } from './file-chunks.js';
+import { fileChunks, SMALL_FILE_BYTES } from './file-chunks.js';
 
 /** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
 export interface MissingObject {
@@ -43,25 +43,74 @@ function header(object: MissingObject): Buffer {
   return block;
 }
 
-/** The tar entries, each file streamed as it is sent and checked against the digest it was hashed to. */
+/** Small files read at once ahead of the one being packed: one at a time, 40,000 of them wait on 160,000 system calls in turn. */
+const READ_AHEAD = 16;
+/** Pieces of tar handed to gzip at once: each write to zlib is a trip to the thread pool, and headers are 512 bytes. */
+const GZIP_INPUT_BYTES = 64 * 1024;
+
+const isSmall = (object: MissingObject): boolean => object.size <= SMALL_FILE_BYTES;
+
+async function wholeFile(root: string, object: MissingObject): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of fileChunks(root, object.path, object.size)) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The tar, in pieces of about 64 KiB: small files read a few ahead and whole, large ones
+ * streamed, each checked against the digest it was hashed to.
+ */
 async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void): AsyncGenerator<Buffer> {
+  const ahead = new Map<number, Promise<Buffer>>();
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const take = (piece: Buffer): void => {
+    pending.push(piece);
+    pendingBytes += piece.length;
+  };
+  const flush = (): Buffer => {
+    const piece = Buffer.concat(pending);
+    pending = [];
+    pendingBytes = 0;
+    return piece;
+  };
   let packed = 0;
-  for (const object of batch) {
-    yield header(object);
-    if (object.size === 0) continue;
+  for (let index = 0; index < batch.length; index++) {
+    for (let next = index; next < Math.min(batch.length, index + READ_AHEAD); next++) {
+      if (ahead.has(next) || !isSmall(batch[next]!)) continue;
+      const read = wholeFile(root, batch[next]!);
+      // Awaited in its turn; until then a failure must not count as unhandled.
+      read.catch(() => undefined);
+      ahead.set(next, read);
+    }
+    const object = batch[index]!;
     const hash = createHash('sha256');
     let read = 0;
-    for await (const chunk of fileChunks(root, object.path, object.size)) {
+    const count = (chunk: Buffer): void => {
       hash.update(chunk);
       read += chunk.length;
       onBytes((packed += chunk.length));
-      yield chunk;
+    };
+    take(header(object));
+    if (isSmall(object)) {
+      const bytes = await ahead.get(index)!;
+      ahead.delete(index);
+      count(bytes);
+      take(bytes);
+    } else {
+      yield flush();
+      for await (const chunk of fileChunks(root, object.path, object.size)) {
+        count(chunk);
+        yield chunk;
+      }
     }
     // The server would refuse the object anyway; saying which file changed is more use.
     if (read !== object.size || hash.digest('hex') !== object.digest) throw new Error(`${object.path} changed while it was being deployed: deploy again`);
-    if (object.size % BLOCK !== 0) yield Buffer.alloc(BLOCK - (object.size % BLOCK));
+    if (object.size % BLOCK !== 0) take(Buffer.alloc(BLOCK - (object.size % BLOCK)));
+    if (pendingBytes >= GZIP_INPUT_BYTES) yield flush();
   }
-  yield Buffer.alloc(2 * BLOCK);
+  take(Buffer.alloc(2 * BLOCK));
+  yield flush();
 }
 
 /**
