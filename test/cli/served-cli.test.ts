@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -11,12 +10,7 @@ import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
 import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { runNode, type Run } from './run-cli.js';
 
 /** Every folder from `dir` up to the root: where Node would look for node_modules. */
 function ancestors(dir: string): string[] {
@@ -32,12 +26,7 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
 
   /** `node sitedrop.mjs ...` in the runner's folder, with nothing but PATH and the two variables. */
   const sitedrop = (args: string[], secret: string): Promise<Run> =>
-    new Promise((resolve) => {
-      const env = { PATH: process.env.PATH ?? '', HOME: runner, SITEDROP_URL: h.url, SITEDROP_TOKEN: secret };
-      execFile(process.execPath, ['sitedrop.mjs', ...args], { cwd: runner, env }, (error, stdout, stderr) => {
-        resolve({ code: error ? Number((error as NodeJS.ErrnoException & { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
-    });
+    runNode(['sitedrop.mjs', ...args], { cwd: runner, env: { HOME: runner, SITEDROP_URL: h.url, SITEDROP_TOKEN: secret } });
 
   beforeAll(async () => {
     h = await startHarness();
@@ -76,7 +65,7 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
 
     const deployed = await sitedrop(['deploy', 'dist', '--project', 'p'], token);
     expect(deployed.stderr).not.toMatch(/Error|Cannot find/);
-    expect(deployed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed p: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/pipeline\/p\/\n$/) });
+    expect(deployed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^sent 2 of 2 files \(0\.0 MB of 0\.0 MB\); 0 already on the server\ndeployed p: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/pipeline\/p\/\n$/) });
     expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the pipeline</h1>');
     expect(await readFile(join(h.docsRoot, 'pipeline/p/assets/app.css'), 'utf8')).toBe('body { margin: 0 }');
 
@@ -88,9 +77,10 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
     await writeFile(join(runner, 'dist/index.html'), '<h1>from the key</h1>');
     const byKey = await sitedrop(['deploy', 'dist', '--project', 'p', '--json'], key);
     expect(byKey.code).toBe(0);
-    expect(JSON.parse(byKey.stdout)).toMatchObject({ status: 'ok', project: 'p', username: 'pipeline' });
+    // Incremental from the served file too: only the changed page goes.
+    expect(JSON.parse(byKey.stdout)).toMatchObject({ status: 'ok', project: 'p', username: 'pipeline', mode: 'incremental', sentFiles: 1, sentBytes: 21, skippedFiles: 1, totalFiles: 2 });
     expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
-    expect(await sitedrop(['deploy', 'dist', '--project', 'q'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+    expect(await sitedrop(['deploy', 'dist', '--project', 'q'], key)).toMatchObject({ code: 1, stderr: expect.stringMatching(/\nsitedrop: unauthorized\n$/) });
   });
 
   it("deploys a pull request's preview with a preview key, as the README's CI jobs do", async () => {
@@ -98,10 +88,10 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
     const key = made.stdout.trim();
     await writeFile(join(runner, 'dist/index.html'), '<h1>pull request 42</h1>');
     const r = await sitedrop(['deploy', 'dist', '--project', 'p', '--preview', 'pr-42'], key);
-    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deployed p preview pr-42: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/pipeline\/p\/pr-42\/\n$/) });
+    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^sent 1 of 2 files \(0\.0 MB of 0\.0 MB\); 1 already on the server\ndeployed p preview pr-42: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/_previews\/pipeline\/p\/pr-42\/\n$/) });
     expect(await readFile(join(h.previewsRoot, 'pipeline/p/pr-42/index.html'), 'utf8')).toBe('<h1>pull request 42</h1>');
     expect(await readFile(join(h.docsRoot, 'pipeline/p/index.html'), 'utf8')).toBe('<h1>from the key</h1>');
-    expect(await sitedrop(['deploy', 'dist', '--project', 'p'], key)).toMatchObject({ code: 1, stderr: 'uploading...\nsitedrop: unauthorized\n' });
+    expect(await sitedrop(['deploy', 'dist', '--project', 'p'], key)).toMatchObject({ code: 1, stderr: expect.stringMatching(/\nsitedrop: unauthorized\n$/) });
   });
 });
 

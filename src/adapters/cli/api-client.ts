@@ -1,18 +1,42 @@
 import { request } from 'node:http';
 import { request as requestTls } from 'node:https';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import type { ManifestFile } from './folder-manifest.js';
 
 /** The server answered with an error: its message is printed and the exit code is 1. */
 export class ServerError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The whole answer, for errors that carry more than a message (a publish's missing objects). */
+    readonly body: Json = {},
   ) {
     super(message);
   }
 }
 
 export type Json = Record<string, unknown>;
+
+/** A deploy session of the incremental protocol: what the server still lacks of a manifest. */
+export interface DeploySession {
+  readonly id: string;
+  readonly missing: string[];
+  readonly missingBytes: number;
+}
+
+export interface DeployTarget {
+  readonly project: string;
+  readonly preview?: string;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly text: string;
+}
+
+const compress = promisify(gzip);
 
 /** Talks to a sitedrop server over HTTP only, as any other client would. */
 export class ApiClient {
@@ -22,21 +46,12 @@ export class ApiClient {
   ) {}
 
   async call(method: string, path: string, body?: Json): Promise<Json> {
-    let response: Response;
-    try {
-      response = await fetch(new URL(path, this.server), {
-        method,
-        headers: { ...(this.token ? { authorization: `Bearer ${this.token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (error) {
-      throw new ServerError(0, `cannot reach ${this.server}: ${((error as Error).cause as Error | undefined)?.message ?? (error as Error).message}`);
-    }
-    return ApiClient.answer(response.status, await response.text());
+    const reply = await this.fetch(method, path, body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    return ApiClient.answer(reply, { statusOk: true });
   }
 
   /** Streams a multipart deploy (chunked: the archive's size is not known while it is packed). */
-  deploy(target: { project: string; preview?: string }, archive: Readable, onBytes: (sent: number) => void): Promise<Json> {
+  async deploy(target: DeployTarget, archive: Readable, onBytes: (sent: number) => void): Promise<Json> {
     const boundary = `sitedrop${Math.random().toString(16).slice(2)}`;
     const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
     // The names before the file: the server judges them before it unpacks a byte.
@@ -45,52 +60,105 @@ export class ApiClient {
         (target.preview === undefined ? '' : field('preview', target.preview)) +
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n`,
     );
-    const url = new URL('/api/v1/deploy', this.server);
+    async function* form(): AsyncGenerator<Buffer> {
+      yield head;
+      let sent = 0;
+      for await (const chunk of archive as AsyncIterable<Buffer>) {
+        onBytes((sent += chunk.length));
+        yield chunk;
+      }
+      yield Buffer.from(`\r\n--${boundary}--\r\n`);
+    }
+    const reply = await this.stream('POST', '/api/v1/deploy', `multipart/form-data; boundary=${boundary}`, Readable.from(form(), { objectMode: false }));
+    return ApiClient.answer(reply, { statusOk: true });
+  }
+
+  /** Opens an incremental deploy: the manifest, gzip-compressed (40,000 paths are megabytes of JSON). */
+  async openDeploy(target: DeployTarget, files: readonly ManifestFile[], signal?: AbortSignal): Promise<DeploySession> {
+    const body = await compress(JSON.stringify({ ...target, files }));
+    const reply = await this.fetch('POST', '/api/v1/deploys', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal });
+    const session = ApiClient.answer(reply);
+    if (typeof session.id !== 'string' || !Array.isArray(session.missing)) throw new ServerError(reply.status, 'the server answered the manifest without a session id or a list of missing files');
+    return session as unknown as DeploySession;
+  }
+
+  /** One batch of objects, a gzip-compressed tar streamed as it is packed. */
+  async uploadObjects(id: string, batch: Readable, signal?: AbortSignal): Promise<void> {
+    ApiClient.answer(await this.stream('PUT', `${ApiClient.session(id)}/objects`, 'application/gzip', batch, signal));
+  }
+
+  /** Goes live; a ServerError 409 whose body lists `missing` asks for those objects first. */
+  async publishDeploy(id: string): Promise<Json> {
+    return ApiClient.answer(await this.fetch('POST', `${ApiClient.session(id)}/publish`, {}), { statusOk: true });
+  }
+
+  async deleteDeploy(id: string): Promise<void> {
+    ApiClient.answer(await this.fetch('DELETE', ApiClient.session(id), {}));
+  }
+
+  private static session(id: string): string {
+    return `/api/v1/deploys/${encodeURIComponent(id)}`;
+  }
+
+  private authorization(): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
+  }
+
+  private unreachable(error: Error): ServerError {
+    return new ServerError(0, `cannot reach ${this.server}: ${(error.cause as Error | undefined)?.message ?? error.message}`);
+  }
+
+  private async fetch(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string>; signal?: AbortSignal }): Promise<Reply> {
+    try {
+      const response = await fetch(new URL(path, this.server), { method, headers: { ...this.authorization(), ...init.headers }, body: init.body, signal: init.signal });
+      return { status: response.status, text: await response.text() };
+    } catch (error) {
+      if (init.signal?.aborted) throw init.signal.reason;
+      throw this.unreachable(error as Error);
+    }
+  }
+
+  /** A body of unknown size, with backpressure: the body is read only as fast as the connection takes it. */
+  private stream(method: string, path: string, contentType: string, body: Readable, signal?: AbortSignal): Promise<Reply> {
+    const url = new URL(path, this.server);
     const send = url.protocol === 'https:' ? requestTls : request;
     return new Promise((resolve, reject) => {
-      const req = send(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.token ?? ''}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
-      });
-      req.on('error', (error) => reject(new ServerError(0, `cannot reach ${this.server}: ${error.message}`)));
+      const req = send(url, { method, signal, headers: { ...this.authorization(), 'content-type': contentType } });
+      const fail = (error: Error) => {
+        body.destroy();
+        reject(signal?.aborted ? signal.reason : error);
+      };
+      req.on('error', (error) => fail(this.unreachable(error)));
       req.on('response', (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
+        res.on('error', fail);
+        // An early answer (a refusal) ends the upload: the rest of the body is not wanted.
         res.on('end', () => {
-          try {
-            resolve(ApiClient.answer(res.statusCode ?? 0, text));
-          } catch (error) {
-            reject(error);
-          }
+          body.destroy();
+          resolve({ status: res.statusCode ?? 0, text });
         });
       });
-      let sent = 0;
-      req.write(head);
-      archive.on('data', (chunk: Buffer) => {
-        sent += chunk.length;
-        onBytes(sent);
-        if (!req.write(chunk)) {
-          archive.pause();
-          req.once('drain', () => archive.resume());
-        }
-      });
-      archive.on('error', (error) => {
+      body.on('error', (error) => {
         req.destroy();
         reject(error);
       });
-      archive.on('end', () => req.end(`\r\n--${boundary}--\r\n`));
+      body.pipe(req);
     });
   }
 
-  private static answer(status: number, text: string): Json {
+  /** Old calls answer `"status": "ok"`; the incremental protocol's answers carry no status, any 2xx is success. */
+  private static answer(reply: Reply, options: { statusOk?: boolean } = {}): Json {
+    const { status, text } = reply;
+    if (status === 204) return {};
     let body: Json;
     try {
       body = JSON.parse(text) as Json;
     } catch {
       throw new ServerError(status, `the server answered ${status} with something that is not JSON`);
     }
-    if (status < 200 || status >= 300 || body.status !== 'ok') throw new ServerError(status, String(body.error ?? `HTTP ${status}`));
+    if (status < 200 || status >= 300 || (options.statusOk && body.status !== 'ok')) throw new ServerError(status, String(body.error ?? `HTTP ${status}`), body);
     return body;
   }
 }

@@ -3,19 +3,14 @@
  * `sitedrop`: deploy a folder or a .tar.gz in one command, see releases, roll back, and
  * administer users. A driving adapter like the HTTP one, except that it speaks HTTP to
  * the server rather than calling use cases: it works against any sitedrop anywhere.
- * Exit codes: 0 success, 1 the server refused (its message printed), 2 a usage error.
+ * Exit codes: 0 success, 1 the server refused (its message printed), 2 a usage error,
+ * 130 interrupted (Ctrl-C) during a deploy.
  */
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { SingleBar } from 'cli-progress';
 import { Command, CommanderError } from 'commander';
 import { ApiClient, ServerError, type Json } from './api-client.js';
-import { packFolder, UsageError } from './site-archive.js';
-
-const out = (line: string): void => void process.stdout.write(`${line}\n`);
-const err = (line: string): void => void process.stderr.write(`${line}\n`);
-const megabytes = (n: number): string => `${(n / 1e6).toFixed(1)} MB`;
+import { deploy, Interrupted, type DeployOptions } from './deploy-command.js';
+import { err, megabytes, out } from './output.js';
+import { UsageError } from './usage-error.js';
 
 interface Globals {
   server: string;
@@ -27,49 +22,6 @@ function client(command: Command, tokenVariable: 'SITEDROP_TOKEN' | 'SITEDROP_AD
   const chosen = token ?? process.env[tokenVariable];
   if (!chosen) throw new UsageError(`no token: pass --token or set ${tokenVariable}`);
   return new ApiClient(server, chosen);
-}
-
-/** A bar on a terminal; on anything else (a CI log) plain lines without escape codes. */
-function progress(): { update(sent: number): void; stop(sent: number, ms: number): void } {
-  if (process.stderr.isTTY) {
-    const bar = new SingleBar({ format: 'uploading {sent} at {rate}', stream: process.stderr, hideCursor: true }, undefined);
-    const started = Date.now();
-    bar.start(1, 0, { sent: megabytes(0), rate: '-' });
-    return {
-      update: (sent) => bar.update(0, { sent: megabytes(sent), rate: `${megabytes((sent / Math.max(1, Date.now() - started)) * 1000)}/s` }),
-      stop: () => bar.stop(),
-    };
-  }
-  err('uploading...');
-  return { update: () => undefined, stop: (sent, ms) => err(`sent ${megabytes(sent)} in ${(ms / 1000).toFixed(1)} s`) };
-}
-
-async function deploy(path: string, options: { project: string; preview?: string; json?: boolean }, command: Command): Promise<void> {
-  const api = client(command, 'SITEDROP_TOKEN');
-  const info = await stat(path).catch(() => {
-    throw new UsageError(`${path} does not exist`);
-  });
-  let archive: Readable;
-  if (info.isDirectory()) {
-    const packed = await packFolder(path);
-    for (const warning of packed.warnings) err(`warning: ${warning}`);
-    archive = packed.stream;
-  } else if (/\.(tar\.gz|tgz)$/.test(path)) {
-    archive = createReadStream(path);
-  } else {
-    throw new UsageError(`${path} is neither a folder nor a .tar.gz file`);
-  }
-  const bar = progress();
-  const started = Date.now();
-  let sent = 0;
-  const target = { project: options.project, ...(options.preview === undefined ? {} : { preview: options.preview }) };
-  const result = await api.deploy(target, archive, (n) => bar.update((sent = n)));
-  bar.stop(sent, Date.now() - started);
-  if (options.json) out(JSON.stringify(result));
-  else {
-    out(`deployed ${String(result.project)}${result.preview === undefined ? '' : ` preview ${String(result.preview)}`}: release ${String(result.release)}`);
-    out(String(result.url));
-  }
 }
 
 function print(json: boolean | undefined, result: Json, lines: () => string[]): void {
@@ -87,11 +39,12 @@ export function program(): Command {
 
   cli
     .command('deploy <folder-or-tarball>')
-    .description('deploy a folder (its contents become the site root) or a .tar.gz')
+    .description('deploy a folder (its contents become the site root; only files the server lacks are sent) or a .tar.gz')
     .requiredOption('--project <name>', 'the project to deploy to')
     .option('--preview <name>', 'deploy a preview of this name (e.g. pr-42) at its own address; the live site does not change')
-    .option('--json', "print the server's response")
-    .action(deploy);
+    .option('--full', 'send the whole folder as one archive, even to a server that could take only what changed')
+    .option('--json', "print the server's response, with what was sent and skipped")
+    .action((path: string, options: DeployOptions, command: Command) => deploy(client(command, 'SITEDROP_TOKEN'), path, options));
 
   cli
     .command('projects')
@@ -245,6 +198,10 @@ async function run(argv: string[]): Promise<number> {
     if (error instanceof UsageError) {
       err(`sitedrop: ${error.message}`);
       return 2;
+    }
+    if (error instanceof Interrupted) {
+      err('sitedrop: interrupted; nothing was published');
+      return 130;
     }
     if (error instanceof ServerError) {
       err(`sitedrop: ${error.message}`);

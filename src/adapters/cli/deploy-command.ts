@@ -1,0 +1,85 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import type { ApiClient, DeployTarget, Json } from './api-client.js';
+import { hashSiteFolder, measureSiteFolder, readSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
+import { deployIncrementally, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
+import { count, err, megabytes, out } from './output.js';
+import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
+import { packFolder } from './site-archive.js';
+import { UsageError } from './usage-error.js';
+
+/** Ctrl-C during a deploy: the session is deleted first, then the CLI exits 130 as a shell expects. */
+export class Interrupted extends Error {}
+
+export interface DeployOptions {
+  readonly project: string;
+  readonly preview?: string;
+  readonly json?: boolean;
+  readonly full?: boolean;
+}
+
+function hashed(folder: SiteFolder): Promise<ManifestFile[]> {
+  const meter = hashingMeter(folder.files.length);
+  let done = 0;
+  return metered(meter, () => hashSiteFolder(folder, () => meter.update(++done)));
+}
+
+/** SIGINT aborts the conversation instead of killing the process, for as long as `work` runs. */
+async function interruptible<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const interrupt = () => controller.abort(new Interrupted('interrupted'));
+  process.once('SIGINT', interrupt);
+  try {
+    return await work(controller.signal);
+  } finally {
+    process.removeListener('SIGINT', interrupt);
+  }
+}
+
+function uploadArchive(api: ApiClient, target: DeployTarget, archive: Readable): Promise<Json> {
+  const meter = uploadingMeter();
+  return metered(meter, () => api.deploy(target, archive, (sent) => meter.update(sent)));
+}
+
+function report(answer: Json, counts: DeployCounts | undefined, json: boolean | undefined): void {
+  if (json) return out(JSON.stringify({ ...answer, ...counts }));
+  if (counts?.mode === 'incremental') {
+    out(`sent ${count(counts.sentFiles)} of ${count(counts.totalFiles)} files (${megabytes(counts.sentBytes)} of ${megabytes(counts.totalBytes)}); ${count(counts.skippedFiles)} already on the server`);
+  } else if (counts) out(`sent all ${count(counts.totalFiles)} files (${megabytes(counts.totalBytes)}) in one archive`);
+  out(`deployed ${String(answer.project)}${answer.preview === undefined ? '' : ` preview ${String(answer.preview)}`}: release ${String(answer.release)}`);
+  out(String(answer.url));
+}
+
+/**
+ * A folder goes incrementally (only what the server lacks), or whole with --full or when
+ * the server predates the protocol; a .tar.gz goes as it is.
+ */
+export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
+  const info = await stat(path).catch(() => {
+    throw new UsageError(`${path} does not exist`);
+  });
+  const target: DeployTarget = { project: options.project, ...(options.preview === undefined ? {} : { preview: options.preview }) };
+  if (!info.isDirectory()) {
+    if (!/\.(tar\.gz|tgz)$/.test(path)) throw new UsageError(`${path} is neither a folder nor a .tar.gz file`);
+    return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
+  }
+  const folder = await readSiteFolder(path);
+  for (const warning of folder.warnings) err(`warning: ${warning}`);
+  let totalBytes: number | undefined;
+  if (!options.full) {
+    const files = await hashed(folder);
+    try {
+      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err }));
+      return report(answer, counts, options.json);
+    } catch (error) {
+      if (!(error instanceof ProtocolAbsent)) throw error;
+      err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
+    }
+    totalBytes = files.reduce((sum, file) => sum + file.size, 0);
+  }
+  totalBytes ??= await measureSiteFolder(folder);
+  const answer = await uploadArchive(api, target, packFolder(folder));
+  const totalFiles = folder.files.length;
+  report(answer, { mode: 'full', sentFiles: totalFiles, sentBytes: totalBytes, skippedFiles: 0, totalFiles, totalBytes }, options.json);
+}

@@ -1,0 +1,122 @@
+import { ServerError, type ApiClient, type DeployTarget, type Json } from './api-client.js';
+import type { ManifestFile, SiteFolder } from './folder-manifest.js';
+import { batchObjects, packObjects, type MissingObject } from './object-batches.js';
+import { metered, type Meter } from './progress.js';
+
+/** What a deploy sent and what it did not need to: printed, and added to --json's answer. */
+export interface DeployCounts {
+  readonly mode: 'incremental' | 'full';
+  /** Files whose bytes went to the server (paths: one object may serve several). */
+  readonly sentFiles: number;
+  /** Bytes uploaded, each object once per upload (an object lost and sent again counts twice). */
+  readonly sentBytes: number;
+  /** Files the server already had the bytes of: totalFiles - sentFiles. */
+  readonly skippedFiles: number;
+  readonly totalFiles: number;
+  readonly totalBytes: number;
+}
+
+/** The server has no incremental protocol (an older sitedrop): the caller sends a tarball instead. */
+export class ProtocolAbsent extends Error {}
+
+export interface Conversation {
+  /** Aborts the manifest or an upload under way (not a publish); the session is then deleted. */
+  readonly signal?: AbortSignal;
+  readonly sending: (objects: number, bytes: number) => Meter;
+  readonly notice: (line: string) => void;
+}
+
+/** Publishes that may each find objects gone (collected between the manifest and the publish) before the deploy gives up. */
+const PUBLISH_ATTEMPTS = 4;
+
+/** The objects behind `digests`, one path each (a digest many paths share is sent once), in the folder's order. */
+function objectsFor(files: readonly ManifestFile[], digests: readonly string[]): MissingObject[] {
+  const wanted = new Set(digests);
+  const objects: MissingObject[] = [];
+  for (const file of files) {
+    if (!wanted.delete(file.digest)) continue;
+    objects.push({ digest: file.digest, size: file.size, path: file.path });
+  }
+  if (wanted.size > 0) throw new ServerError(0, `the server asked for ${wanted.size} object(s) the manifest does not list, e.g. ${[...wanted][0]}`);
+  return objects;
+}
+
+/**
+ * Sends the batches one request at a time. The next batch is packed while one is sent
+ * and answered (into a bounded buffer); the meter counts file bytes of the batch being
+ * sent, not of the one packed ahead.
+ */
+async function upload(api: ApiClient, id: string, root: string, objects: readonly MissingObject[], meter: Meter, signal?: AbortSignal): Promise<void> {
+  const batches = batchObjects(objects);
+  const packed = batches.map(() => 0);
+  let current = 0;
+  let finished = 0;
+  const pack = (index: number) =>
+    packObjects(root, batches[index]!, (bytes) => {
+      packed[index] = bytes;
+      if (index === current) meter.update(finished + bytes);
+    });
+  let ahead = batches.length > 0 ? pack(0) : undefined;
+  try {
+    for (; current < batches.length; current++) {
+      const body = ahead!;
+      meter.update(finished + packed[current]!);
+      ahead = current + 1 < batches.length ? pack(current + 1) : undefined;
+      await api.uploadObjects(id, body, signal);
+      finished += batches[current]!.reduce((sum, object) => sum + object.size, 0);
+    }
+  } finally {
+    ahead?.destroy();
+  }
+}
+
+/**
+ * The incremental protocol's conversation: the manifest, then only the objects the server
+ * lacks, then the publish (again, with what it lost, if objects went meanwhile). Any
+ * failure once the session is open deletes it, so nothing waits on the server for expiry.
+ */
+export async function deployIncrementally(
+  api: ApiClient,
+  target: DeployTarget,
+  folder: SiteFolder,
+  files: readonly ManifestFile[],
+  conversation: Conversation,
+): Promise<{ answer: Json; counts: DeployCounts }> {
+  const { signal } = conversation;
+  const session = await api.openDeploy(target, files, signal).catch((error: unknown) => {
+    if (error instanceof ServerError && (error.status === 404 || error.status === 405)) throw new ProtocolAbsent(`the server answered ${error.status} to POST /api/v1/deploys`);
+    throw error;
+  });
+  const sent = new Set<string>();
+  let sentBytes = 0;
+  try {
+    let missing = session.missing;
+    for (let attempt = 1; ; attempt++) {
+      const objects = objectsFor(files, missing);
+      if (objects.length > 0) {
+        const bytes = objects.reduce((sum, object) => sum + object.size, 0);
+        const meter = conversation.sending(objects.length, bytes);
+        await metered(meter, () => upload(api, session.id, folder.root, objects, meter, signal));
+        for (const object of objects) sent.add(object.digest);
+        sentBytes += bytes;
+      }
+      signal?.throwIfAborted();
+      try {
+        // Not abortable once asked: a publish is short, and only its answer says whether the site changed.
+        const answer = await api.publishDeploy(session.id);
+        const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
+        const sentFiles = files.filter((file) => sent.has(file.digest)).length;
+        return { answer, counts: { mode: 'incremental', sentFiles, sentBytes, skippedFiles: files.length - sentFiles, totalFiles: files.length, totalBytes } };
+      } catch (error) {
+        const lost = error instanceof ServerError && error.status === 409 && Array.isArray(error.body.missing) ? (error.body.missing as string[]) : [];
+        if (lost.length === 0 || attempt === PUBLISH_ATTEMPTS) throw error;
+        conversation.notice(`the server no longer has ${lost.length} of the files it had; sending them and publishing again`);
+        missing = lost;
+      }
+    }
+  } catch (error) {
+    // Best effort: the deploy has failed already, and an unanswered session expires anyway.
+    await api.deleteDeploy(session.id).catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, pipeline, Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { Header } from 'tar';
+import { fileChunks, SMALL_FILE_BYTES } from './file-chunks.js';
+
+/** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
+export interface MissingObject {
+  readonly digest: string;
+  readonly size: number;
+  readonly path: string;
+}
+
+/** One request's worth: small enough that a failed request costs little to resend, large enough that 40,000 files are a dozen requests. */
+export const BATCH_LIMITS = { bytes: 16 * 1024 * 1024, files: 4000 };
+
+/** Objects in upload order, cut into batches; one larger than a batch travels alone. */
+export function batchObjects(objects: readonly MissingObject[], limits = BATCH_LIMITS): MissingObject[][] {
+  const batches: MissingObject[][] = [];
+  let current: MissingObject[] = [];
+  let bytes = 0;
+  for (const object of objects) {
+    if (current.length === limits.files || (current.length > 0 && bytes + object.size > limits.bytes)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(object);
+    bytes += object.size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+const BLOCK = 512;
+/** Compressed bytes packed ahead of the connection: lets the next batch be ready while one is answered, with memory bounded. */
+const PACKED_AHEAD_BYTES = 4 * 1024 * 1024;
+
+function header(object: MissingObject): Buffer {
+  // Named by digest at the root, 0644, no owner names, a fixed time: the same bytes always pack the same.
+  const block = Buffer.alloc(BLOCK);
+  new Header({ path: object.digest, type: 'File', mode: 0o644, uid: 0, gid: 0, size: object.size, mtime: new Date(0) }).encode(block, 0);
+  return block;
+}
+
+/** Small files read at once ahead of the one being packed: one at a time, 40,000 of them wait on 160,000 system calls in turn. */
+const READ_AHEAD = 16;
+/** Pieces of tar handed to gzip at once: each write to zlib is a trip to the thread pool, and headers are 512 bytes. */
+const GZIP_INPUT_BYTES = 64 * 1024;
+
+const isSmall = (object: MissingObject): boolean => object.size <= SMALL_FILE_BYTES;
+
+async function wholeFile(root: string, object: MissingObject): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of fileChunks(root, object.path, object.size)) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The tar, in pieces of about 64 KiB: small files read a few ahead and whole, large ones
+ * streamed, each checked against the digest it was hashed to.
+ */
+async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void): AsyncGenerator<Buffer> {
+  const ahead = new Map<number, Promise<Buffer>>();
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const take = (piece: Buffer): void => {
+    pending.push(piece);
+    pendingBytes += piece.length;
+  };
+  const flush = (): Buffer => {
+    const piece = Buffer.concat(pending);
+    pending = [];
+    pendingBytes = 0;
+    return piece;
+  };
+  let packed = 0;
+  for (let index = 0; index < batch.length; index++) {
+    for (let next = index; next < Math.min(batch.length, index + READ_AHEAD); next++) {
+      if (ahead.has(next) || !isSmall(batch[next]!)) continue;
+      const read = wholeFile(root, batch[next]!);
+      // Awaited in its turn; until then a failure must not count as unhandled.
+      read.catch(() => undefined);
+      ahead.set(next, read);
+    }
+    const object = batch[index]!;
+    const hash = createHash('sha256');
+    let read = 0;
+    const count = (chunk: Buffer): void => {
+      hash.update(chunk);
+      read += chunk.length;
+      onBytes((packed += chunk.length));
+    };
+    take(header(object));
+    if (isSmall(object)) {
+      const bytes = await ahead.get(index)!;
+      ahead.delete(index);
+      count(bytes);
+      take(bytes);
+    } else {
+      yield flush();
+      for await (const chunk of fileChunks(root, object.path, object.size)) {
+        count(chunk);
+        yield chunk;
+      }
+    }
+    // The server would refuse the object anyway; saying which file changed is more use.
+    if (read !== object.size || hash.digest('hex') !== object.digest) throw new Error(`${object.path} changed while it was being deployed: deploy again`);
+    if (object.size % BLOCK !== 0) take(Buffer.alloc(BLOCK - (object.size % BLOCK)));
+    if (pendingBytes >= GZIP_INPUT_BYTES) yield flush();
+  }
+  take(Buffer.alloc(2 * BLOCK));
+  yield flush();
+}
+
+/**
+ * A batch as the protocol's PUT wants it, a gzip-compressed tar, produced as it is read:
+ * at most a few MiB of it are ever in memory, whatever the batch holds. `onBytes` hears
+ * the file bytes packed so far.
+ */
+export function packObjects(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void = () => undefined): Readable {
+  const packed = new PassThrough({ highWaterMark: PACKED_AHEAD_BYTES });
+  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false }), createGzip(), packed, () => undefined);
+  return packed;
+}

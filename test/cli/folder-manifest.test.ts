@@ -1,0 +1,82 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSiteFolder, measureSiteFolder, readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
+import { UsageError } from '../../src/adapters/cli/usage-error.js';
+
+describe('the manifest of a real folder', () => {
+  let work: string;
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'sitedrop-manifest-'));
+  });
+  afterAll(() => rm(work, { recursive: true, force: true }));
+
+  const folder = async (name: string, files: Record<string, string | Buffer>): Promise<string> => {
+    const root = join(work, name);
+    await mkdir(root, { recursive: true });
+    for (const [path, bytes] of Object.entries(files)) {
+      await mkdir(join(root, path, '..'), { recursive: true });
+      await writeFile(join(root, path), bytes);
+    }
+    return root;
+  };
+
+  it("lists every file by its '/' path, sorted, with its size and the SHA-256 of its bytes, small and streamed alike", async () => {
+    const big = Buffer.from(Array.from({ length: 1_000_003 }, (_, i) => (i * 31) % 253));
+    const root = await folder('site', {
+      'index.html': '<h1>home</h1>',
+      'docs/guide/深い/ページ.html': 'ページ',
+      'docs/empty.txt': '',
+      'assets/big.bin': big,
+      'assets/copy.bin': big,
+    });
+    await mkdir(join(root, 'empty-dir'));
+    const site = await readSiteFolder(root);
+    expect(site.top).toEqual(['assets', 'docs', 'empty-dir', 'index.html']);
+    expect(site.warnings).toEqual([]);
+    const heard: string[] = [];
+    const files = await hashSiteFolder(site, (file) => heard.push(file.path));
+    expect(files.map((f) => f.path)).toEqual(['assets/big.bin', 'assets/copy.bin', 'docs/empty.txt', 'docs/guide/深い/ページ.html', 'index.html']);
+    expect(heard.sort()).toEqual(files.map((f) => f.path).sort());
+    for (const file of files) {
+      const bytes = await readFile(join(root, file.path));
+      expect(file).toEqual({ path: file.path, size: bytes.length, digest: createHash('sha256').update(bytes).digest('hex') });
+    }
+    expect(files[2]!.digest).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(files[0]!.digest).toBe(files[1]!.digest);
+    expect(await measureSiteFolder(site)).toBe(2 * big.length + 13 + 9);
+  });
+
+  it('hashes many files a few at a time and keeps their order', async () => {
+    const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p/${String(i).padStart(3, '0')}.txt`, `file ${i}`]));
+    const files = await hashSiteFolder(await readSiteFolder(await folder('many', many)));
+    expect(files.map((f) => f.path)).toEqual(Object.keys(many).sort());
+    expect(files[123]!.digest).toBe(createHash('sha256').update('file 123').digest('hex'));
+  });
+
+  it('warns without index.html, and refuses an empty folder, a link and a named pipe, naming them', async () => {
+    expect((await readSiteFolder(await folder('bare', { 'page.html': 'p' }))).warnings).toEqual([`${join(work, 'bare')} has no index.html at its root: the site's address will show no page`]);
+
+    await expect(readSiteFolder(await folder('empty', {}))).rejects.toThrow(new UsageError(`${join(work, 'empty')} is empty: there is nothing to deploy`));
+
+    const linked = await folder('linked', { 'index.html': 'x' });
+    await mkdir(join(linked, 'assets'));
+    await symlink('/etc/passwd', join(linked, 'assets/passwd'));
+    await expect(readSiteFolder(linked)).rejects.toThrow(new UsageError('assets/passwd is a symbolic link: the server refuses links, replace it with the file it points to'));
+
+    const piped = await folder('piped', { 'index.html': 'x' });
+    execFileSync('mkfifo', [join(piped, 'queue')]);
+    await expect(readSiteFolder(piped)).rejects.toThrow(new UsageError('queue is not a regular file or directory'));
+  });
+
+  it('refuses a file replaced by a link between the walk and the hashing', async () => {
+    const root = await folder('swapped', { 'index.html': 'x', 'secret.txt': 'x' });
+    const site = await readSiteFolder(root);
+    await rm(join(root, 'secret.txt'));
+    await symlink('/etc/passwd', join(root, 'secret.txt'));
+    await expect(hashSiteFolder(site)).rejects.toThrow(new UsageError('secret.txt is a symbolic link: the server refuses links, replace it with the file it points to'));
+  });
+});

@@ -1,0 +1,245 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../support/service-harness.js';
+import { snapshot } from '../support/tree.js';
+import { startForwardingProxy, type ForwardingProxy } from './forwarding-proxy.js';
+import { CLI, runNode, startNode, type Run } from './run-cli.js';
+import { tarEntries } from './tar-entries.js';
+
+const USER = 'incr';
+const sha = (bytes: string | Buffer) => createHash('sha256').update(bytes).digest('hex');
+const MiB = 1024 * 1024;
+
+/** Paths and file contents of a tree, modes aside: what a visitor of the site sees. */
+const contents = async (root: string) =>
+  Object.fromEntries(Object.entries(await snapshot(root)).map(([path, what]) => [path, what.replace(/^(file|dir) \d+ ?/, '$1 ')]));
+
+describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a real server behind a recording proxy)', () => {
+  let h: Harness;
+  let proxy: ForwardingProxy;
+  let work: string;
+  let token: string;
+
+  const sitedrop = (args: string[], secret = token): Promise<Run> => runNode([CLI, ...args], { env: { SITEDROP_URL: proxy.url, SITEDROP_TOKEN: secret } });
+  const deployed = async (args: string[], secret = token): Promise<Record<string, unknown>> => {
+    const r = await sitedrop(['deploy', ...args, '--json'], secret);
+    expect(r.stderr).not.toContain('sitedrop:');
+    expect(r.code).toBe(0);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  };
+  const site = async (name: string, files: Record<string, string | Buffer>): Promise<string> => {
+    const root = join(work, name);
+    for (const [path, bytes] of Object.entries(files)) {
+      await mkdir(join(root, path, '..'), { recursive: true });
+      await writeFile(join(root, path), bytes);
+    }
+    return root;
+  };
+  const live = (project: string) => contents(join(h.docsRoot, USER, project, '/'));
+  /** The requests the proxy has seen since `since` (a count of earlier ones). */
+  const since = (count: number) => proxy.seen.slice(count);
+  const uploaded = async (count: number) => (await Promise.all(since(count).filter((e) => e.method === 'PUT').map(async (e) => (await tarEntries(e.body)).map((t) => t.path)))).flat();
+  const sessionOf = (count: number) => /^\/api\/v1\/deploys\/([0-9a-f]{32})\//.exec(since(count).find((e) => e.method === 'PUT' || e.path.endsWith('/publish'))?.path ?? '')?.[1];
+
+  beforeAll(async () => {
+    h = await startHarness({ PREVIEWS_MAX: '1' });
+    proxy = await startForwardingProxy(h.url);
+    token = await h.createUser(USER);
+    work = await mkdtemp(join(tmpdir(), 'sitedrop-incremental-'));
+  });
+  beforeEach(() => {
+    proxy.hook = () => 'forward';
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await h.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  const files = {
+    'index.html': '<h1>home</h1>',
+    'docs/guide/深い/ページ.html': 'ページ',
+    'docs/café.css': 'body { color: #c0ffee }',
+    'docs/empty.txt': '',
+    'assets/logo.svg': '<svg/>',
+    'assets/logo-copy.svg': '<svg/>',
+    'assets/blob.bin': Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256)),
+    'assets/large.bin': Buffer.from(Array.from({ length: 600_000 }, (_, i) => (i * 31) % 253)),
+  };
+  const total = Object.values(files).reduce((sum, bytes) => sum + Buffer.byteLength(bytes), 0);
+
+  it('sends every object once at first, then only the one file changed, then nothing; the release is the folder byte for byte', async () => {
+    const root = await site('site', files);
+    let mark = proxy.seen.length;
+    const first = await deployed([root, '--project', 'docs']);
+    // The empty file is never sent (the protocol knows its digest); the copy's bytes go once.
+    expect(first).toEqual({
+      status: 'ok', project: 'docs', username: USER, url: 'https://sites.example.test/incr/docs/', release: expect.stringMatching(/^\d{8}T\d{6}$/),
+      mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 7, sentBytes: total - 6, skippedFiles: 1,
+    });
+    expect((await uploaded(mark)).sort()).toEqual([...new Set(Object.values(files).filter((b) => b.length > 0).map(sha))].sort());
+    expect(since(mark).find((e) => e.path === '/api/v1/deploys')?.body.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+    expect(await live('docs')).toEqual(await contents(root));
+
+    await writeFile(join(root, 'docs/café.css'), 'body { color: #bada55 }');
+    mark = proxy.seen.length;
+    const second = await deployed([root, '--project', 'docs']);
+    expect(second).toMatchObject({ mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 1, sentBytes: 23, skippedFiles: 7 });
+    expect(second.release).not.toBe(first.release);
+    expect(await uploaded(mark)).toEqual([sha('body { color: #bada55 }')]);
+    expect(await live('docs')).toEqual(await contents(root));
+
+    mark = proxy.seen.length;
+    const third = await sitedrop(['deploy', root, '--project', 'docs']);
+    expect(third.code).toBe(0);
+    expect(third.stdout).toMatch(/^sent 0 of 8 files \(0\.0 MB of 0\.7 MB\); 8 already on the server\ndeployed docs: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/incr\/docs\/\n$/);
+    expect(third.stderr).toMatch(/^hashing 8 files\.\.\.\nhashed 8 files in \d+\.\d s\n$/);
+    expect(third.stdout + third.stderr).not.toContain('\u001b');
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual(['POST /api/v1/deploys 201', 'POST /api/v1/deploys/<id>/publish 200']);
+    expect(await live('docs')).toEqual(await contents(root));
+  });
+
+  it('cuts a folder larger than a batch into several uploads: at most 4,000 files or ~16 MiB each, a larger file alone', async () => {
+    const many = Object.fromEntries(Array.from({ length: 4100 }, (_, i) => [`many/${String(i).padStart(4, '0')}.txt`, `file ${i}\n`]));
+    const root = await site('big', { 'index.html': 'big', 'a-video.bin': Buffer.alloc(17 * MiB, 7), ...many });
+    const mark = proxy.seen.length;
+    expect(await deployed([root, '--project', 'big'])).toMatchObject({ mode: 'incremental', totalFiles: 4102, sentFiles: 4102, skippedFiles: 0 });
+    const batches = await Promise.all(since(mark).filter((e) => e.method === 'PUT').map((e) => tarEntries(e.body)));
+    expect(batches.map((b) => b.length)).toEqual([1, 4000, 101]);
+    expect(batches[0]![0]!.bytes.length).toBe(17 * MiB);
+    expect(await live('big')).toEqual(await contents(root));
+  }, 120_000);
+
+  it('--full sends the whole folder as one archive, as before', async () => {
+    const root = await site('full', files);
+    const mark = proxy.seen.length;
+    expect(await deployed([root, '--project', 'full', '--full'])).toMatchObject({ status: 'ok', mode: 'full', totalFiles: 8, totalBytes: total, sentFiles: 8, sentBytes: total, skippedFiles: 0 });
+    expect(since(mark).map((e) => `${e.method} ${e.path}`)).toEqual(['POST /api/v1/deploy']);
+    expect(await live('full')).toEqual(await contents(root));
+    const human = await sitedrop(['deploy', root, '--project', 'full', '--full']);
+    expect(human.stdout).toMatch(/^sent all 8 files \(0\.7 MB\) in one archive\ndeployed full: release /);
+  });
+
+  it('falls back to one archive, saying so, when the server has no incremental protocol (404 or 405)', async () => {
+    const root = await site('older', files);
+    for (const status of [404, 405]) {
+      proxy.hook = (req, res) => {
+        if (req.url !== '/api/v1/deploys') return 'forward';
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: status === 404 ? 'not found' : 'method not allowed' }));
+        return 'answered';
+      };
+      await writeFile(join(root, 'index.html'), `answered ${status}`);
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'older', '--json']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(`this server has no incremental deploys (the server answered ${status} to POST /api/v1/deploys): sending the whole folder\n`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'ok', mode: 'full', sentFiles: 8 });
+      expect(since(mark).map((e) => `${e.method} ${e.path}`)).toEqual(['POST /api/v1/deploys', 'POST /api/v1/deploy']);
+      expect(await live('older')).toEqual(await contents(root));
+    }
+  });
+
+  it('deploys incrementally with a deploy key, and a preview with a preview key, against the owner store', async () => {
+    const root = await site('keyed', files);
+    await deployed([root, '--project', 'keyed']);
+    const key = async (scope: string) => (await h.call('POST', '/api/v1/projects/keyed/keys', { token, json: { name: scope, scope } })).body.token as string;
+    await writeFile(join(root, 'index.html'), 'by a key');
+    expect(await deployed([root, '--project', 'keyed'], await key('deploy'))).toMatchObject({ username: USER, mode: 'incremental', sentFiles: 1, skippedFiles: 7 });
+    expect(await live('keyed')).toEqual(await contents(root));
+    await writeFile(join(root, 'index.html'), 'a preview');
+    expect(await deployed([root, '--project', 'keyed', '--preview', 'pr-1'], await key('preview'))).toMatchObject({ preview: 'pr-1', mode: 'incremental', sentFiles: 1, skippedFiles: 7 });
+    expect(await contents(join(h.previewsRoot, USER, 'keyed/pr-1/'))).toEqual(await contents(root));
+    expect((await live('keyed'))['index.html']).toBe(`file ${sha('by a key').slice(0, 16)}`);
+  });
+
+  it('sends again what the server lost between the manifest and the publish (409 objects missing), then publishes', async () => {
+    const root = await site('lossy', files);
+    await deployed([root, '--project', 'lossy']);
+    await writeFile(join(root, 'index.html'), 'changed');
+    const lost = sha(files['docs/café.css']);
+    let collected = false;
+    proxy.hook = async (req) => {
+      // Garbage collection, as it were, at the worst moment: once, just before the first publish.
+      if (req.url?.endsWith('/publish') && !collected) {
+        collected = true;
+        await unlink(join(h.deploysRoot, USER, '.objects', lost[0]!, lost.slice(1)));
+      }
+      return 'forward' as const;
+    };
+    const mark = proxy.seen.length;
+    const r = await sitedrop(['deploy', root, '--project', 'lossy', '--json']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('the server no longer has 1 of the files it had; sending them and publishing again\n');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'ok', mode: 'incremental', sentFiles: 2, sentBytes: 7 + 23, skippedFiles: 6 });
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
+      'POST /api/v1/deploys 201',
+      'PUT /api/v1/deploys/<id>/objects 200',
+      'POST /api/v1/deploys/<id>/publish 409',
+      'PUT /api/v1/deploys/<id>/objects 200',
+      'POST /api/v1/deploys/<id>/publish 200',
+    ]);
+    expect(await uploaded(mark)).toEqual([sha('changed'), lost]);
+    expect(await live('lossy')).toEqual(await contents(root));
+  });
+
+  it('deletes its session when the server refuses the publish (a 409 that is not missing objects), and exits 1', async () => {
+    const root = await site('refused', files);
+    await deployed([root, '--project', 'refused', '--preview', 'pr-a']);
+    await writeFile(join(root, 'index.html'), 'one preview too many');
+    const mark = proxy.seen.length;
+    const r = await sitedrop(['deploy', root, '--project', 'refused', '--preview', 'pr-b']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/\nsitedrop: too many previews: PREVIEWS_MAX allows 1 per project, delete one first\n$/);
+    const id = sessionOf(mark);
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(id ?? '-', '<id>')} ${e.status}`)).toEqual([
+      'POST /api/v1/deploys 201',
+      'PUT /api/v1/deploys/<id>/objects 200',
+      'POST /api/v1/deploys/<id>/publish 409',
+      'DELETE /api/v1/deploys/<id> 204',
+    ]);
+    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
+  });
+
+  it('on Ctrl-C during an upload, deletes the session, publishes nothing and exits 130', async () => {
+    const root = await site('stopped', files);
+    await deployed([root, '--project', 'stopped']);
+    const before = await live('stopped');
+    await writeFile(join(root, 'index.html'), 'never published');
+    const cli = startNode([CLI, 'deploy', root, '--project', 'stopped'], { env: { SITEDROP_URL: proxy.url, SITEDROP_TOKEN: token } });
+    proxy.hook = (req) => {
+      if (req.method !== 'PUT') return 'forward';
+      // A slow network: the upload hangs, and the person at the terminal gives up.
+      cli.child.kill('SIGINT');
+      return 'answered';
+    };
+    const mark = proxy.seen.length;
+    const r = await cli.done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/\nsitedrop: interrupted; nothing was published\n$/);
+    const id = sessionOf(mark);
+    expect(since(mark).filter((e) => e.method === 'DELETE').map((e) => `${e.path.replace(id ?? '-', '<id>')} ${e.status}`)).toEqual(['/api/v1/deploys/<id> 204']);
+    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
+    expect(await live('stopped')).toEqual(before);
+  });
+
+  it('shows bars for hashing and sending on a terminal', async () => {
+    // Bytes of its own: the user's store has every other file of these tests already.
+    const root = await site('tty', { 'index.html': 'tty', 'movie.bin': Buffer.alloc(700_000, 3) });
+    // script(1) runs the CLI on a pseudo-terminal, as a person at a shell would.
+    const command = [process.execPath, CLI, 'deploy', root, '--project', 'tty'].map((a) => `'${a}'`).join(' ');
+    const r = await new Promise<Run>((resolve) => {
+      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: proxy.url, SITEDROP_TOKEN: token, TERM: 'xterm' } }, (error, stdout, stderr) =>
+        resolve({ code: error ? 1 : 0, stdout, stderr }),
+      );
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/hashing \S+ 2\/2 files/);
+    expect(r.stdout).toMatch(/sending \S+ 0\.7 MB of 0\.7 MB at [\d.]+ MB\/s/);
+    expect(r.stdout).toContain('\u001b[');
+    expect(r.stdout).toMatch(/sent 2 of 2 files \(0\.7 MB of 0\.7 MB\); 0 already on the server\r?\ndeployed tty: release \d{8}T\d{6}/);
+  });
+});

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
+import { tarEntries } from './tar-entries.js';
+
+const MiB = 1024 * 1024;
+const object = (size: number, n = 0): MissingObject => ({ digest: n.toString(16).padStart(64, '0'), size, path: `f${n}` });
+
+describe('batchObjects', () => {
+  it('cuts at ~16 MiB of content or 4,000 files, and a larger file goes alone', () => {
+    expect(BATCH_LIMITS).toEqual({ bytes: 16 * MiB, files: 4000 });
+    const sizes = (batches: MissingObject[][]) => batches.map((batch) => batch.map((o) => o.size));
+    expect(sizes(batchObjects([object(10 * MiB, 1), object(6 * MiB, 2), object(1, 3)]))).toEqual([[10 * MiB, 6 * MiB], [1]]);
+    expect(sizes(batchObjects([object(1, 1), object(40 * MiB, 2), object(1, 3)]))).toEqual([[1], [40 * MiB], [1]]);
+    const small = Array.from({ length: 9001 }, (_, i) => object(10, i));
+    expect(batchObjects(small).map((batch) => batch.length)).toEqual([4000, 4000, 1001]);
+    expect(batchObjects([])).toEqual([]);
+  });
+
+  it('keeps every object once, in order, each batch within the limits unless it holds one object', () => {
+    const limits = { bytes: 100, files: 5 };
+    fc.assert(
+      fc.property(fc.array(fc.nat(250)), (sizes) => {
+        const objects = sizes.map((size, i) => object(size, i));
+        const batches = batchObjects(objects, limits);
+        expect(batches.flat()).toEqual(objects);
+        for (const batch of batches) {
+          expect(batch.length).toBeGreaterThan(0);
+          expect(batch.length).toBeLessThanOrEqual(limits.files);
+          if (batch.length > 1) expect(batch.reduce((sum, o) => sum + o.size, 0)).toBeLessThanOrEqual(limits.bytes);
+        }
+        // Greedy: no two neighbouring batches would have fitted in one.
+        for (let i = 1; i < batches.length; i++) {
+          const both = [...batches[i - 1]!, ...batches[i]!];
+          expect(both.length > limits.files || both.reduce((sum, o) => sum + o.size, 0) > limits.bytes).toBe(true);
+        }
+      }),
+    );
+  });
+});
+
+describe('packObjects', () => {
+  let root: string;
+  const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+  const contents: Record<string, Buffer> = {
+    'a.html': Buffer.from('<h1>a</h1>'),
+    'empty.txt': Buffer.alloc(0),
+    'exact.bin': Buffer.alloc(1024, 7),
+    // Larger than a read and a gzip window, so it streams in many chunks.
+    'big.bin': Buffer.from(Array.from({ length: 3 * MiB + 17 }, (_, i) => (i * 7919) % 251)),
+  };
+  const objects = () => Object.entries(contents).map(([path, bytes]) => ({ digest: sha(bytes), size: bytes.length, path }));
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'sitedrop-batch-'));
+    for (const [path, bytes] of Object.entries(contents)) await writeFile(join(root, path), bytes);
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('packs a gzip tar of regular files named by digest at the root, 0644, no owner names, exactly the bytes', async () => {
+    const reported: number[] = [];
+    const entries = await tarEntries(packObjects(root, objects(), (bytes) => reported.push(bytes)));
+    expect(entries.map((e) => e.path)).toEqual(objects().map((o) => o.digest));
+    for (const entry of entries) {
+      expect(entry).toMatchObject({ type: 'File', mode: 0o644, uname: '' });
+      expect(sha(entry.bytes)).toBe(entry.path);
+    }
+    expect(reported.at(-1)).toBe(Object.values(contents).reduce((sum, b) => sum + b.length, 0));
+  });
+
+  it('refuses a file that changed since it was hashed, naming it', async () => {
+    const changed = join(root, 'changing.txt');
+    await writeFile(changed, 'before');
+    const digest = sha(Buffer.from('before'));
+    await writeFile(changed, 'after!');
+    await expect(tarEntries(packObjects(root, [{ digest, size: 6, path: 'changing.txt' }]))).rejects.toThrow('changing.txt changed while it was being deployed: deploy again');
+    await writeFile(changed, 'short');
+    await expect(tarEntries(packObjects(root, [{ digest, size: 6, path: 'changing.txt' }]))).rejects.toThrow('changing.txt changed');
+  });
+
+  it('refuses files removed since they were hashed, naming the first, even while later ones are read ahead', async () => {
+    const gone = (path: string) => ({ digest: sha(Buffer.from(path)), size: path.length, path });
+    const batch = [objects()[0]!, gone('gone-1.txt'), gone('gone-2.txt'), gone('gone-3.txt')];
+    await expect(tarEntries(packObjects(root, batch))).rejects.toThrow('gone-1.txt was removed while it was being deployed: deploy again');
+  });
+});
