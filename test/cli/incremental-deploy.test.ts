@@ -103,14 +103,30 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(await live('docs')).toEqual(await contents(root));
   });
 
-  it('cuts a folder larger than a batch into several uploads: at most 4,000 files or ~16 MiB each, a larger file alone', async () => {
-    const many = Object.fromEntries(Array.from({ length: 4100 }, (_, i) => [`many/${String(i).padStart(4, '0')}.txt`, `file ${i}\n`]));
-    const root = await site('big', { 'index.html': 'big', 'a-video.bin': Buffer.alloc(17 * MiB, 7), ...many });
-    const mark = proxy.seen.length;
-    expect(await deployed([root, '--project', 'big'])).toMatchObject({ mode: 'incremental', totalFiles: 4102, sentFiles: 4102, skippedFiles: 0 });
+  it('sends a site mostly new to the server as one archive, then only what changes, in batches of at most ~32 MiB, a larger file alone', async () => {
+    const many = Object.fromEntries(Array.from({ length: 2100 }, (_, i) => [`many/${String(i).padStart(4, '0')}.txt`, `file ${i}\n`]));
+    const root = await site('big', { 'index.html': 'big', ...many });
+    let mark = proxy.seen.length;
+    const first = await sitedrop(['deploy', root, '--project', 'big', '--json']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ mode: 'full', totalFiles: 2101, sentFiles: 2101 });
+    expect(first.stderr).toContain('2101 of 2101 files are new to the server: sending the whole folder as one archive');
+    // The session opened to ask was deleted, and the archive went instead.
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
+      'POST /api/v1/deploys 201',
+      'DELETE /api/v1/deploys/<id> 204',
+      'POST /api/v1/deploy 200',
+    ]);
+    // Now a few changed pages and two videos, each over half a batch.
+    for (let i = 0; i < 30; i += 1) await writeFile(join(root, `many/${String(i).padStart(4, '0')}.txt`), `changed ${i}\n`);
+    await writeFile(join(root, 'a-video.bin'), Buffer.alloc(17 * MiB, 7));
+    await writeFile(join(root, 'b-video.bin'), Buffer.alloc(17 * MiB, 8));
+    mark = proxy.seen.length;
+    expect(await deployed([root, '--project', 'big'])).toMatchObject({ mode: 'incremental', totalFiles: 2103, sentFiles: 32, skippedFiles: 2071 });
     const batches = await Promise.all(since(mark).filter((e) => e.method === 'PUT').map((e) => tarEntries(e.body)));
-    expect(batches.map((b) => b.length)).toEqual([1, 4000, 101]);
-    expect(batches[0]![0]!.bytes.length).toBe(17 * MiB);
+    expect(batches.length).toBe(2);
+    expect(batches.flat()).toHaveLength(32);
+    for (const batch of batches) expect(batch.reduce((sum, entry) => sum + entry.bytes.length, 0)).toBeLessThanOrEqual(32 * MiB);
     expect(await live('big')).toEqual(await contents(root));
   }, 120_000);
 

@@ -11,13 +11,13 @@ const MiB = 1024 * 1024;
 const object = (size: number, n = 0): MissingObject => ({ digest: n.toString(16).padStart(64, '0'), size, path: `f${n}` });
 
 describe('batchObjects', () => {
-  it('cuts at ~16 MiB of content or 4,000 files, and a larger file goes alone', () => {
-    expect(BATCH_LIMITS).toEqual({ bytes: 16 * MiB, files: 4000 });
+  it('cuts at ~32 MiB of content or 10,000 files, and a larger file goes alone', () => {
+    expect(BATCH_LIMITS).toEqual({ bytes: 32 * MiB, files: 10_000 });
     const sizes = (batches: MissingObject[][]) => batches.map((batch) => batch.map((o) => o.size));
-    expect(sizes(batchObjects([object(10 * MiB, 1), object(6 * MiB, 2), object(1, 3)]))).toEqual([[10 * MiB, 6 * MiB], [1]]);
+    expect(sizes(batchObjects([object(20 * MiB, 1), object(12 * MiB, 2), object(1, 3)]))).toEqual([[20 * MiB, 12 * MiB], [1]]);
     expect(sizes(batchObjects([object(1, 1), object(40 * MiB, 2), object(1, 3)]))).toEqual([[1], [40 * MiB], [1]]);
-    const small = Array.from({ length: 9001 }, (_, i) => object(10, i));
-    expect(batchObjects(small).map((batch) => batch.length)).toEqual([4000, 4000, 1001]);
+    const small = Array.from({ length: 25_001 }, (_, i) => object(10, i));
+    expect(batchObjects(small).map((batch) => batch.length)).toEqual([10_000, 10_000, 5001]);
     expect(batchObjects([])).toEqual([]);
   });
 

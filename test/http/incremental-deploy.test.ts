@@ -61,7 +61,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     if (missing.length > 0) {
       const uploaded = await upload(opened.body.id as string, objects(s, missing), as);
       expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
-      expect(uploaded.body.missing).toEqual([]);
+      expect((await h.call('GET', `/api/v1/deploys/${String(opened.body.id)}`, { token: as })).body.missing).toEqual([]);
     }
     return { reply: await publish(opened.body.id as string, as), sent: missing };
   }
@@ -87,7 +87,8 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
 
     const uploaded = await upload(opened.body.id as string, objects(s, opened.body.missing as string[]));
     expect(uploaded.status).toBe(200);
-    expect(uploaded.body).toMatchObject({ stored: distinct.size, missing: [], missingBytes: 0 });
+    expect(uploaded.body).toMatchObject({ status: 'ok', id: opened.body.id, stored: distinct.size });
+    expect((await h.call('GET', `/api/v1/deploys/${String(opened.body.id)}`, { token })).body).toMatchObject({ missing: [], missingBytes: 0 });
 
     const published = await publish(opened.body.id as string);
     expect(published.status).toBe(200);
@@ -302,7 +303,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     it('the same batch, honest, is taken', async () => {
       const reply = await upload(id, objects(s, missing));
       expect(reply.status).toBe(200);
-      expect(reply.body.missing).toEqual([]);
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing).toEqual([]);
       expect((await publish(id)).status).toBe(200);
     });
   });

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { ApiClient, DeployTarget, Json } from './api-client.js';
 import { hashSiteFolder, measureSiteFolder, readSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
-import { deployIncrementally, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
+import { deployIncrementally, MostlyNew, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { packFolder } from './site-archive.js';
@@ -52,8 +52,9 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
 }
 
 /**
- * A folder goes incrementally (only what the server lacks), or whole with --full or when
- * the server predates the protocol; a .tar.gz goes as it is.
+ * A folder goes incrementally (only what the server lacks), or whole with --full, when
+ * most of it is new to the server, or when the server predates the protocol; a .tar.gz
+ * goes as it is.
  */
 export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
   const info = await stat(path).catch(() => {
@@ -73,8 +74,9 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
       const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err }));
       return report(answer, counts, options.json);
     } catch (error) {
-      if (!(error instanceof ProtocolAbsent)) throw error;
-      err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
+      if (error instanceof MostlyNew) err(`${error.message}: sending the whole folder as one archive`);
+      else if (error instanceof ProtocolAbsent) err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
+      else throw error;
     }
     totalBytes = files.reduce((sum, file) => sum + file.size, 0);
   }

@@ -90,7 +90,7 @@ export function deploySessionRoutes(
       const token = bearerToken(req) ?? '';
       const started = performance.now();
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      const state = await inDeploySlot(deps, user, res, started, async (signal) => {
+      const { session, stored } = await inDeploySlot(deps, user, res, started, async (signal) => {
         continueIfExpected(req, res);
         const upload = readUploadBody(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
         try {
@@ -99,7 +99,7 @@ export function deploySessionRoutes(
           throw upload.failure() ?? error;
         }
       });
-      res.json({ ...sessionAnswer(state), stored: state.stored });
+      res.json({ status: 'ok', id: session.id, expiresAt: session.expiresAt.toISOString(), stored });
     })
     .all(methodNotAllowed('PUT'));
 
