@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +168,30 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     const done = await publish(id);
     expect(done.status).toBe(200);
     expect(await releaseFiles(release('inc', 'resume', done.body.release as string))).toEqual(s);
+  });
+
+  it('an upload cut short or damaged before the publish (a machine that lost power) is asked for again, never published', async () => {
+    const s = site('damaged', 6, () => true);
+    const opened = await open({ project: 'damaged', files: manifest(s) });
+    const id = opened.body.id as string;
+    const missing = opened.body.missing as string[];
+    expect((await upload(id, objects(s, missing))).status).toBe(200);
+    const [short, changed] = [missing[0]!, missing[1]!];
+    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, digest.slice(0, 1), digest.slice(1));
+    await writeFile(uploaded(short), '');
+    const bytes = await readFile(uploaded(changed));
+    bytes[0] = bytes[0]! ^ 1;
+    await writeFile(uploaded(changed), bytes);
+    // Asked again: the short one is missing (its size says so); the changed one only its bytes tell.
+    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing).toEqual([short]);
+    const refused = await publish(id);
+    expect(refused.status).toBe(409);
+    expect(new Set(refused.body.missing as string[])).toEqual(new Set([short, changed]));
+    expect(await live('inc', 'damaged')).toBeUndefined();
+    expect((await upload(id, objects(s, [short, changed]))).status).toBe(200);
+    const done = await publish(id);
+    expect(done.status).toBe(200);
+    expect(await releaseFiles(release('inc', 'damaged', done.body.release as string))).toEqual(s);
   });
 
   it('two publishes of one session publish once', async () => {

@@ -127,7 +127,8 @@ export class NodeReleaseFs implements ReleaseFs, SessionObjects {
         if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');
         throw error;
       });
-      await syncFilesystem(dir);
+      // Not flushed to disk here: the publish flushes once for every batch, and checks each
+      // uploaded object's bytes before a release links it (writer-thread.ts, isIntact).
       await this.threads.adoptObjects(freshObjects(dir), this.uploadsDir(session));
       return extracted.files;
     } finally {

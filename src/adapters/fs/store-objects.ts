@@ -113,9 +113,9 @@ export class ObjectAdoption extends StoreWalk {
 
 /**
  * Which of an incremental deploy's objects the user lacks, a few at a time: an object
- * is had if the store or the session's uploads hold a file of that name. One held at
- * another size than the manifest gives is a lie about the size (the name fixes the
- * bytes), which the manifest's check reports.
+ * is had if the store or the session's uploads hold a file of that name and size. One
+ * the store holds at another size than the manifest gives is a lie about the size (the
+ * name fixes the bytes), which the manifest's check reports.
  */
 export class ObjectProbe {
   private readonly pending: [string, number][];
@@ -135,9 +135,15 @@ export class ObjectProbe {
       const next = this.pending.pop();
       if (next === undefined) return true;
       const [digest, size] = next;
-      const held = objectSize(join(this.store, objectPath(digest))) ?? (this.uploads === undefined ? undefined : objectSize(join(this.uploads, objectPath(digest))));
-      if (held === undefined) this.missing.push(digest);
-      else if (held !== size) this.wrongSize.push(digest);
+      const stored = objectSize(join(this.store, objectPath(digest)));
+      if (stored !== undefined) {
+        if (stored !== size) this.wrongSize.push(digest);
+        continue;
+      }
+      // An upload of another size is one a crash cut short (only a size the manifest
+      // agreed to is ever taken): asked for again, not held against the manifest.
+      const uploaded = this.uploads === undefined ? undefined : objectSize(join(this.uploads, objectPath(digest)));
+      if (uploaded !== size) this.missing.push(digest);
     }
     return this.pending.length === 0;
   }

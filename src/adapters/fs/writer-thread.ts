@@ -6,7 +6,8 @@
  * writer serves every deploy (each job has its own root and open file) and deletes the
  * trees the main thread sends it, a few entries at a time between batches.
  */
-import { closeSync, constants, copyFileSync, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { hash } from 'node:crypto';
+import { closeSync, constants, copyFileSync, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
@@ -162,7 +163,7 @@ class Target {
     if (this.added.has(name) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
     if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
     const uploads = this.objects.uploads;
-    if (uploads !== undefined && linkOrCopy(`${uploads}/${name}`, path)) {
+    if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
       this.keepAsNew(path, name);
       return;
     }
@@ -229,6 +230,26 @@ function linkIfThere(object: string, path: string): boolean {
     if (errorCode(error) === 'ENOENT' || errorCode(error) === 'EMLINK') return false;
     throw error;
   }
+}
+
+/**
+ * Whether an uploaded object still holds the bytes its name says. Batches are not
+ * flushed to disk when they are taken (the publish's one flush covers them), so a
+ * machine that lost power since may have left an object short or empty: it is read and
+ * hashed again here, once, before any release links it, and one that fails is removed
+ * and asked for again. Only new bytes are read: what the store has is flushed already.
+ */
+function isIntact(object: string, digest: Uint8Array): boolean {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(object);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw error;
+  }
+  if (hash('sha256', bytes, 'buffer').equals(digest)) return true;
+  unlinkSync(object);
+  return false;
 }
 
 /**
