@@ -63,3 +63,10 @@ export async function deployTo(url: string, token: string, project: string, arch
   const r = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
   return { status: r.status, body: (await r.json()) as Record<string, string> };
 }
+
+/** Creates (or rerolls) a user on any running service; returns the token. */
+export async function createUserAt(url: string, adminToken: string, username: string): Promise<string> {
+  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, body: JSON.stringify({ username }) });
+  if (r.status !== 200) throw new Error(`creating ${username}: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { token: string }).token;
+}

@@ -135,3 +135,43 @@ export function overlappingSite(version: number, files: number, shift: number): 
 
 /** The release a live link names, by its directory's name. */
 export const liveReleaseOf = async (link: string): Promise<string> => basename(await readlink(link));
+
+/** The digests of the non-empty files of these sites: the objects a store must hold for them. */
+export const digestsOf = (sites: Iterable<Site>): Set<string> =>
+  new Set([...sites].flatMap((site) => [...site.values()].map(sha256)).filter((digest) => digest !== EMPTY_DIGEST));
+
+/** Which of these sites' bytes the store does not hold, under their digest, byte for byte. */
+export async function missingObjects(store: string, sites: Iterable<Site>): Promise<string[]> {
+  const missing: string[] = [];
+  for (const digest of digestsOf(sites)) {
+    const bytes = await readFile(objectPath(store, digest)).catch(() => undefined);
+    if (bytes === undefined || sha256(bytes) !== digest) missing.push(digest);
+  }
+  return missing;
+}
+
+export interface CheckedRelease {
+  readonly id: string;
+  readonly site: Site;
+  /** How it differs from the version its index.html names; empty when whole and the same. */
+  readonly problems: string[];
+}
+
+/**
+ * Every release of a project deployed from `overlappingSite(version, files, shift)`,
+ * compared byte for byte with the version its index.html names.
+ */
+export async function overlappingReleases(projectDir: string, files: number, shift: number): Promise<CheckedRelease[]> {
+  const checked: CheckedRelease[] = [];
+  for (const id of await readdir(projectDir).catch(() => [])) {
+    const index = await readFile(join(projectDir, id, 'index.html'), 'utf8').catch(() => '');
+    const version = /^version (\d+)\n$/.exec(index)?.[1];
+    if (version === undefined) {
+      checked.push({ id, site: new Map(), problems: [`index.html: ${JSON.stringify(index)}`] });
+      continue;
+    }
+    const site = overlappingSite(Number(version), files, shift);
+    checked.push({ id, site, problems: await releaseDifferences(join(projectDir, id), site) });
+  }
+  return checked;
+}

@@ -221,7 +221,20 @@ export class NodeReleaseFs implements ReleaseFs {
         removed.push(path);
       }
     }
+    await this.collectEveryStore();
     return removed;
+  }
+
+  /**
+   * A crash leaves objects no release links: between a deploy's adoption and its
+   * release's rename, or with a pruned release's trash half deleted (emptied above). The
+   * writer collects every user's store once, in the background, after the removals
+   * queued so far; the service does not wait for it to listen.
+   */
+  private async collectEveryStore(): Promise<void> {
+    for (const user of await readdir(this.roots.deploysRoot, { withFileTypes: true })) {
+      if (user.isDirectory() && isResourceName(user.name)) this.trash.collectObjects(join(this.roots.deploysRoot, user.name, OBJECTS));
+    }
   }
 
   private projectDir(user: Username, project: ProjectName): string {
