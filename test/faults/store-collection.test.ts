@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createUserAt, deployTo, startChild, type Child } from '../support/child-service.js';
+import { ChildFleet, createUserAt, deployTo, type Child } from '../support/child-service.js';
 import {
   liveReleaseOf,
   missingObjects,
@@ -19,27 +18,11 @@ import {
 } from '../support/store.js';
 
 const ADMIN = 'store-gc-admin-token-0123456789abcdefgh';
-const ORPHANS = 4000;
-const children: Child[] = [];
-const dirs: string[] = [];
-
-async function service(dataDir: string, env: Record<string, string> = {}): Promise<Child> {
-  const child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1', ...env });
-  children.push(child);
-  return child;
-}
-
-async function kill9(child: Child): Promise<void> {
-  child.process.kill('SIGKILL');
-  await child.exited;
-  children.splice(children.indexOf(child), 1);
-}
-
-async function freshDataDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'sitedrop-store-gc-'));
-  dirs.push(dir);
-  return dir;
-}
+const ORPHANS = 2000;
+const fleet = new ChildFleet({ ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1' }, 'sitedrop-store-gc-');
+const service = (dataDir: string, env: Record<string, string> = {}): Promise<Child> => fleet.start(dataDir, env);
+const kill9 = (child: Child): Promise<void> => fleet.kill(child);
+const freshDataDir = (): Promise<string> => fleet.dataDir();
 
 /** An object no release links, as a crash leaves one: named by its bytes' digest, one link. */
 function orphan(store: string, bytes: Buffer): string {
@@ -49,13 +32,7 @@ function orphan(store: string, bytes: Buffer): string {
   return path;
 }
 
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.process.kill('SIGKILL');
-    await child.exited;
-  }
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => fleet.cleanUp());
 
 describe("start-up collects every user's store, in the background", () => {
   it('objects no release links (left by a crash) are collected after a restart; linked ones stay', async () => {

@@ -35,9 +35,14 @@ describe('more copies of the same bytes than the filesystem allows links to one 
     await h.close();
   }, 60_000);
 
-  /** How many of the release's files each of its inodes is, largest first; checks every file's bytes. */
-  function filesPerInode(release: string): number[] {
-    const dir = join(h.deploysRoot, 'copier/docs', release);
+  /**
+   * Deploys the archive; returns how many of the release's files each of its inodes
+   * is, largest first (every file's bytes checked), and the stored object's link count.
+   */
+  async function deployCopies(): Promise<{ filesPerInode: number[]; storeLinks: number }> {
+    const r = await h.deploy(token, 'docs', archive);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const dir = join(h.deploysRoot, 'copier/docs', r.body.release as string);
     const files = new Map<number, { count: number; path: string }>();
     for (let i = 0; i < COPIES; i += 1) {
       const path = join(dir, pathOf(i));
@@ -47,7 +52,10 @@ describe('more copies of the same bytes than the filesystem allows links to one 
     }
     // Files that share an inode share its bytes: one read per inode checks them all.
     for (const { path } of files.values()) expect(readFileSync(path)).toEqual(BYTES);
-    return [...files.values()].map((f) => f.count).sort((a, b) => b - a);
+    return {
+      filesPerInode: [...files.values()].map((f) => f.count).sort((a, b) => b - a),
+      storeLinks: statSync(objectPath(storeOf(h.deploysRoot, 'copier'), sha256(BYTES))).nlink,
+    };
   }
 
   it('in one archive: every file is written, the ones past the limit sharing a second copy', async () => {
@@ -55,22 +63,14 @@ describe('more copies of the same bytes than the filesystem allows links to one 
       console.warn(`SKIPPED the EMLINK test: ${refused}`);
       return;
     }
-    const r = await h.deploy(token, 'docs', archive);
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
     // The first copy takes 64,999 files and its own store link until that one moves to
-    // the second copy; the second takes the other 11.
-    expect(filesPerInode(r.body.release as string)).toEqual([64_999, 11]);
-    const object = statSync(objectPath(storeOf(h.deploysRoot, 'copier'), sha256(BYTES)));
-    expect(object.nlink).toBe(12);
+    // the second copy; the second takes the other 11, and the store's link.
+    expect(await deployCopies()).toEqual({ filesPerInode: [64_999, 11], storeLinks: 12 });
   }, 60_000);
 
   it('again, from the store: the files past the limit of the stored copy share a new one, which the store keeps', async () => {
     if (refused !== undefined) return;
-    const r = await h.deploy(token, 'docs', archive);
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
     // The stored copy had 12 links: 64,988 more, then a new copy for the last 22.
-    expect(filesPerInode(r.body.release as string)).toEqual([64_988, 22]);
-    const object = statSync(objectPath(storeOf(h.deploysRoot, 'copier'), sha256(BYTES)));
-    expect(object.nlink).toBe(23);
+    expect(await deployCopies()).toEqual({ filesPerInode: [64_988, 22], storeLinks: 23 });
   }, 60_000);
 });
