@@ -225,6 +225,15 @@ export class NodeReleaseFs implements ReleaseFs {
     return removed;
   }
 
+  private projectDir(user: Username, project: ProjectName): string {
+    return join(this.roots.deploysRoot, user, project);
+  }
+
+  /** The user's content-addressed store (docs/content-store.md); no project name starts with a dot. */
+  private objectsDir(user: Username): string {
+    return join(this.roots.deploysRoot, user, OBJECTS);
+  }
+
   /**
    * A crash leaves objects no release links: between a deploy's adoption and its
    * release's rename, or with a pruned release's trash half deleted (emptied above). The
@@ -235,15 +244,6 @@ export class NodeReleaseFs implements ReleaseFs {
     for (const user of await readdir(this.roots.deploysRoot, { withFileTypes: true })) {
       if (user.isDirectory() && isResourceName(user.name)) this.trash.collectObjects(join(this.roots.deploysRoot, user.name, OBJECTS));
     }
-  }
-
-  private projectDir(user: Username, project: ProjectName): string {
-    return join(this.roots.deploysRoot, user, project);
-  }
-
-  /** The user's content-addressed store (docs/content-store.md); no project name starts with a dot. */
-  private objectsDir(user: Username): string {
-    return join(this.roots.deploysRoot, user, OBJECTS);
   }
 
   /** Waits for the background deletions queued so far; returns any that failed. */

@@ -145,11 +145,6 @@ class Target {
     this.keepAsNew(path, name);
   }
 
-  /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
-  private spare(): string {
-    return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
-  }
-
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
   private keepAsNew(path: string, name: string): void {
     const object = `${this.objects.fresh}/${name}`;
@@ -177,6 +172,11 @@ class Target {
     if (this.added.has(name)) return linkIfThere(`${this.objects.fresh}/${name}`, path);
     this.stored ??= listStore(this.objects.store);
     return this.stored.has(name) && linkIfThere(`${this.objects.store}/${name}`, path);
+  }
+
+  /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
+  private spare(): string {
+    return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
   }
 }
 
