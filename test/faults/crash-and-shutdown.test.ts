@@ -1,38 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, mkdir, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
+import { ChildFleet, createUserAt, deployTo as deploy, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowUpload, until } from '../support/slow-upload.js';
 
 const ADMIN = 'crash-admin-token-0123456789abcdefghijk';
-const children: Child[] = [];
-const dirs: string[] = [];
-
-async function service(dataDir: string, env: Record<string, string> = {}): Promise<Child> {
-  const child = await startChild({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1', ...env });
-  children.push(child);
-  return child;
-}
-
-async function freshDataDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'sitedrop-crash-'));
-  dirs.push(dir);
-  return dir;
-}
-
-async function createUser(url: string, name: string): Promise<string> {
-  const r = await fetch(`${url}/api/v1/auth`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username: name }) });
-  return ((await r.json()) as { token: string }).token;
-}
-
-
-async function kill9(child: Child): Promise<void> {
-  child.process.kill('SIGKILL');
-  await child.exited;
-}
+const fleet = new ChildFleet({ ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1' }, 'sitedrop-crash-');
+const service = (dataDir: string, env: Record<string, string> = {}): Promise<Child> => fleet.start(dataDir, env);
+const freshDataDir = (): Promise<string> => fleet.dataDir();
+const createUser = (url: string, name: string): Promise<string> => createUserAt(url, ADMIN, name);
+const kill9 = (child: Child): Promise<void> => fleet.kill(child);
 
 /** The invariant a crash must keep: the live link names a complete release, and every release is complete. */
 async function assertConsistent(dataDir: string, project: string, files: number, versions: string[]): Promise<string> {
@@ -47,13 +26,7 @@ async function assertConsistent(dataDir: string, project: string, files: number,
   return live;
 }
 
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.process.kill('SIGKILL');
-    await child.exited;
-  }
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => fleet.cleanUp());
 
 describe('crashes (SIGKILL) and shutdowns (SIGTERM) of the real service', () => {
   it('killed mid-upload: on restart the staging area is removed and logged, the live release untouched', async () => {
@@ -223,7 +196,6 @@ describe('a full disk', () => {
       await until(async () => (await readdir(join(dataDir, 'deploys/.trash'))).length === 0, 'the trash to empty');
       expect((await deploy(child.url, token, 'site', versionedSite('v3', 20))).status).toBe(200);
       await kill9(child);
-      children.splice(children.indexOf(child), 1);
     } finally {
       execFileSync('umount', ['-l', dataDir]);
     }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz, type RawEntry } from '../support/tar-builder.js';
+import { fileDigests, storeCollected } from '../support/store.js';
 import { snapshot } from '../support/tree.js';
 
 /** What `du -sb` counts under `root`: apparent sizes (a directory's too), each inode once. */
@@ -22,40 +23,6 @@ async function diskBytes(root: string): Promise<number> {
   }
   await walk(root);
   return total;
-}
-
-/**
- * Waits until the store holds no object that no release links: the collection runs in
- * the background after a prune, after the trash it follows is empty.
- */
-async function storeCollected(store: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    let unlinked = 0;
-    for (const shard of await readdir(store)) {
-      for (const name of await readdir(join(store, shard)).catch(() => [])) {
-        const info = await stat(join(store, shard, name)).catch(() => undefined);
-        if (info?.nlink === 1) unlinked += 1;
-      }
-    }
-    if (unlinked === 0) return;
-    if (Date.now() > deadline) throw new Error(`${unlinked} objects were never collected`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Every file of a release with its content's digest. */
-async function contents(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  async function walk(sub: string): Promise<void> {
-    for (const entry of await readdir(join(dir, sub), { withFileTypes: true })) {
-      const rel = sub ? `${sub}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await walk(rel);
-      else out[rel] = createHash('sha256').update(await readFile(join(dir, rel))).digest('hex');
-    }
-  }
-  await walk('');
-  return out;
 }
 
 /**
@@ -92,14 +59,14 @@ describe('releases made of shared files (real server, real directories)', () => 
     const first = await h.deploy(token, 'docs', site('v0', 400, () => false));
     expect(first.status).toBe(200);
     releases.push(first.body.release as string);
-    const before = await contents(release(releases[0]!));
+    const before = await fileDigests(release(releases[0]!));
 
     // 5% of the pages change: every 20th.
     const second = await h.deploy(token, 'docs', site('v1', 400, (i) => i % 20 === 3));
     expect(second.status).toBe(200);
     releases.push(second.body.release as string);
 
-    expect(await contents(release(releases[0]!))).toEqual(before);
+    expect(await fileDigests(release(releases[0]!))).toEqual(before);
     for (let i = 0; i < 400; i += 1) {
       const path = `section-${i % 10}/page-${i}.html`;
       const [a, b] = await Promise.all([stat(join(release(releases[0]!), path)), stat(join(release(releases[1]!), path))]);
@@ -149,7 +116,7 @@ describe('releases made of shared files (real server, real directories)', () => 
     }
     const linked = new Set<string>();
     for (const id of (await readdir(join(user(), 'docs')))) {
-      for (const digest of Object.values(await contents(release(id)))) linked.add(digest);
+      for (const digest of Object.values(await fileDigests(release(id)))) linked.add(digest);
     }
     linked.delete(createHash('sha256').update('').digest('hex'));
     expect(objects).toBe(linked.size);

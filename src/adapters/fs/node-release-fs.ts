@@ -286,6 +286,7 @@ export class NodeReleaseFs implements ReleaseFs, SessionObjects {
         removed.push(path);
       }
     }
+    await this.collectEveryStore();
     return removed;
   }
 
@@ -302,6 +303,18 @@ export class NodeReleaseFs implements ReleaseFs, SessionObjects {
   /** The user's content-addressed store (docs/content-store.md); no project name starts with a dot. */
   private objectsDir(user: Username): string {
     return join(this.roots.deploysRoot, user, OBJECTS);
+  }
+
+  /**
+   * A crash leaves objects no release links: between a deploy's adoption and its
+   * release's rename, or with a pruned release's trash half deleted (emptied above). The
+   * writer collects every user's store once, in the background, after the removals
+   * queued so far; the service does not wait for it to listen.
+   */
+  private async collectEveryStore(): Promise<void> {
+    for (const user of await readdir(this.roots.deploysRoot, { withFileTypes: true })) {
+      if (user.isDirectory() && isResourceName(user.name)) this.trash.collectObjects(join(this.roots.deploysRoot, user.name, OBJECTS));
+    }
   }
 
   /** Waits for the background deletions queued so far; returns any that failed. */

@@ -145,8 +145,7 @@ class Target {
     if (this.openFd === undefined) throw new Error('a file was closed with none open');
     this.close();
     const name = objectName(digest);
-    // Unique within the job's own directory of new objects, which no other job uses.
-    const spare = `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
+    const spare = this.spare();
     if (this.linkShared(name, spare)) {
       renameSync(spare, path);
       return;
@@ -173,6 +172,15 @@ class Target {
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
   private keepAsNew(path: string, name: string): void {
     const object = `${this.objects.fresh}/${name}`;
+    if (this.added.has(name)) {
+      // This job's object of the same bytes has all the links the filesystem allows
+      // (EMLINK; ext4: 65,000): the copy just written takes its place, so the files
+      // after it share the copy. rename(2) keeps the name from ever being missing.
+      const spare = this.spare();
+      linkSync(path, spare);
+      renameSync(spare, object);
+      return;
+    }
     try {
       linkSync(path, object);
     } catch (error) {
@@ -190,6 +198,11 @@ class Target {
     if (this.added.has(name)) return linkIfThere(`${this.objects.fresh}/${name}`, path);
     this.stored ??= listStore(this.objects.store);
     return this.stored.has(name) && linkIfThere(`${this.objects.store}/${name}`, path);
+  }
+
+  /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
+  private spare(): string {
+    return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
   }
 }
 

@@ -41,7 +41,10 @@ export interface ReleaseFs {
   /** Removes the live link first (the site stops being served), then every release. */
   removeProject(user: Username, project: ProjectName): Promise<void>;
   removeUserFiles(user: Username): Promise<void>;
-  /** Removes what a crash can leave behind (staging areas, temporary links); returns what it removed. */
+  /**
+   * Removes what a crash can leave behind (staging areas, temporary links); returns what
+   * it removed. The stored bytes those leave unused are collected in the background.
+   */
   removeLeftovers(): Promise<string[]>;
 }
 
