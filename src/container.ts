@@ -42,6 +42,7 @@ import { SESSION_OBJECTS } from './application/ports/session-objects.js';
 import { KyselyDeploySessions } from './adapters/db/kysely-deploy-sessions.js';
 import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
+import { LOGGER, type Logger } from './adapters/log/logger.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
 import { databaseKind, openDatabase, postgresPool } from './adapters/db/database.js';
 import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
@@ -55,8 +56,9 @@ import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
 /** The composition root: the one place that picks an adapter for each port. */
-export async function buildContainer(config: Config): Promise<Container> {
+export async function buildContainer(config: Config, logger: Logger): Promise<Container> {
   const c = new Container();
+  c.bind(LOGGER).toConstantValue(logger);
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();

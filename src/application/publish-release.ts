@@ -24,17 +24,16 @@ export interface Deployed {
   readonly preview?: PreviewName;
   readonly files: number;
   readonly bytes: number;
-  readonly compressedBytes: number;
   readonly pruned: ReleaseId[];
   /** Set when the release went live but removing old ones failed. */
   readonly pruneError?: Error;
   /** Set when the release went live but its deploy record could not be written. */
   readonly recordError?: Error;
   /**
-   * Milliseconds spent staging (upload included), of which flushing the files to disk,
-   * waiting for the lock, publishing, pruning.
+   * Milliseconds spent staging (upload included), waiting for the lock, publishing,
+   * pruning. Staging's own phases are the staging adapter's to log.
    */
-  readonly timings: { readonly stage: number; readonly flush: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
+  readonly timings: { readonly stage: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
 }
 
 export interface PublishInput {
@@ -107,7 +106,7 @@ export class PublishRelease {
           .then(() => undefined, (error: unknown) => error as Error);
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
-        const timings = { stage: stageMs, flush: staged.flushMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
+        const timings = { stage: stageMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
         return {
           user,
           project,
@@ -115,7 +114,6 @@ export class PublishRelease {
           ...(preview === undefined ? {} : { preview }),
           files: staged.files,
           bytes: staged.bytes,
-          compressedBytes: staged.compressedBytes,
           pruned: Array.isArray(pruned) ? pruned : [],
           ...(pruned instanceof Error ? { pruneError: pruned } : {}),
           ...(recorded ? { recordError: recorded } : {}),

@@ -66,7 +66,7 @@ export class InMemoryReleaseFs implements ReleaseFs {
       if (signal.aborted) throw new DeployAborted();
       if (text === '') throw new MissingArchive();
       if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
-      return { handle, files: 1, bytes: text.length, compressedBytes: text.length, flushMs: 0 };
+      return { handle, files: 1, bytes: text.length };
     } catch (error) {
       this.staged.delete(handle);
       throw error;

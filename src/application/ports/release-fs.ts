@@ -9,9 +9,6 @@ export interface StagedRelease {
   readonly handle: string;
   readonly files: number;
   readonly bytes: number;
-  readonly compressedBytes: number;
-  /** Milliseconds of the staging spent making the unpacked files durable. */
-  readonly flushMs: number;
 }
 
 /** The release tree: staging areas, release directories and the live symlinks. */
