@@ -25,7 +25,7 @@ import { ListUsers } from './application/list-users.js';
 import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
-import { FS_THREADS } from './adapters/fs/node-release-fs.js';
+import { FS_THREADS } from './adapters/fs/fs-threads.js';
 import { createApp } from './adapters/http/app.js';
 import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';

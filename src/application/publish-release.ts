@@ -13,7 +13,8 @@ import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { STAGING, type StagedRelease, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface Deployed {
@@ -62,7 +63,8 @@ export interface PublishInput {
 export class PublishRelease {
   constructor(
     @inject(TOKEN_STORE) private readonly tokens: TokenStore,
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
+    @inject(STAGING) private readonly staging: Staging,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
@@ -121,7 +123,7 @@ export class PublishRelease {
         };
       });
     } catch (error) {
-      if (committed === undefined) await this.releases.discard(staged);
+      if (committed === undefined) await this.staging.discard(staged);
       else if (!live) await this.releases.removeRelease(user, project, committed);
       throw error;
     }
