@@ -54,14 +54,21 @@ const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
 /** A shape's status p99 for the table; too few samples for a p99 are shown as they are. */
 const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.p99.toFixed(1));
 
-/** The service, keeping each deploy's logged phases (stage, of it flush, publish, prune) per project. */
+/**
+ * The service, keeping each deploy's logged phases (stage, of it flush, publish, prune)
+ * per project. The flush is in the staging's own line, which names no project (it may
+ * not be known yet): each `deployed` line takes the oldest staged line not yet taken.
+ * One deploy at a time, that is its own; of deploys at once, one of the batch's.
+ */
 async function startBenchService(dataDir) {
   const phases = new Map();
+  const flushes = [];
   const onLine = (line) => {
+    if (line.includes('"msg":"staged"')) flushes.push(JSON.parse(line).phasesMs.flush);
     if (!line.includes('"msg":"deployed"')) return;
     const entry = JSON.parse(line);
     if (!phases.has(entry.project)) phases.set(entry.project, []);
-    phases.get(entry.project).push(entry.phasesMs);
+    phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
   return { ...(await startService(dataDir, { env: TUNING, onLine })), phases };
 }

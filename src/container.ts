@@ -25,7 +25,8 @@ import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
-import { RELEASE_FS } from './application/ports/release-fs.js';
+import { RELEASE_STORE } from './application/ports/release-store.js';
+import { STAGING } from './application/ports/staging.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
 import { TOKEN_STORE } from './application/ports/token-store.js';
 import { PruneReleases } from './application/prune-releases.js';
@@ -42,21 +43,26 @@ import { SESSION_OBJECTS } from './application/ports/session-objects.js';
 import { KyselyDeploySessions } from './adapters/db/kysely-deploy-sessions.js';
 import { SystemClock } from './adapters/clock/system-clock.js';
 import type { Config } from './adapters/config/config.js';
+import { LOGGER, type Logger } from './adapters/log/logger.js';
 import { RandomTokenGenerator } from './adapters/crypto/random-token-generator.js';
 import { databaseKind, openDatabase, postgresPool } from './adapters/db/database.js';
 import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
-import { ArchiveExtractor } from './adapters/fs/archive-extractor.js';
-import { FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
-import { ARCHIVE_EXTRACTOR, FS_THREADS, NodeReleaseFs, RELEASE_ROOTS } from './adapters/fs/node-release-fs.js';
+import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/archive-extractor.js';
+import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
+import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
+import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
+import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
+import { NodeStaging } from './adapters/fs/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
 /** The composition root: the one place that picks an adapter for each port. */
-export async function buildContainer(config: Config): Promise<Container> {
+export async function buildContainer(config: Config, logger: Logger): Promise<Container> {
   const c = new Container();
+  c.bind(LOGGER).toConstantValue(logger);
   c.bind(DATABASE).toConstantValue(await openDatabase(config.databaseUrl, { poolMax: config.databasePoolMax }));
   c.bind(TOKEN_STORE).to(KyselyTokenStore).inSingletonScope();
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
@@ -65,9 +71,11 @@ export async function buildContainer(config: Config): Promise<Container> {
   const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles) });
   c.bind(FS_THREADS).toConstantValue(threads);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
-  c.bind(NodeReleaseFs).toSelf().inSingletonScope();
-  c.bind(RELEASE_FS).toService(NodeReleaseFs);
-  c.bind(SESSION_OBJECTS).toService(NodeReleaseFs);
+  // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.
+  c.bind(DeploysTree).toSelf().inSingletonScope();
+  c.bind(STAGING).to(NodeStaging).inSingletonScope();
+  c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
+  c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
@@ -101,7 +109,7 @@ export async function buildContainer(config: Config): Promise<Container> {
  * the file-system threads and database connections. Returns the deletions that failed.
  */
 export async function disposeContainer(c: Container): Promise<string[]> {
-  const failed = await c.get(NodeReleaseFs).settle();
+  const failed = await c.get(DeploysTree).settle();
   await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();
   if (c.isBound(LOCK_DATABASE)) await c.get(LOCK_DATABASE).destroy();

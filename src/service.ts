@@ -25,7 +25,7 @@ import { ListUsers } from './application/list-users.js';
 import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
-import { FS_THREADS } from './adapters/fs/node-release-fs.js';
+import { FS_THREADS } from './adapters/fs/fs-threads.js';
 import { createApp } from './adapters/http/app.js';
 import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
@@ -47,7 +47,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   const openApi = loadOpenApiDocument();
   const cli = loadCliBundle();
   if (!cli) logger.warn('the CLI is not built: GET /api/v1/cli answers 500 until npm run build makes dist/sitedrop.mjs');
-  const container = await buildContainer(config);
+  const container = await buildContainer(config, logger);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
   container.get(FS_THREADS).warmUp();

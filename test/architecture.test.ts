@@ -14,7 +14,7 @@ describe('layer boundaries', () => {
     ["import express from 'express';"],
     ["import { Kysely } from 'kysely';"],
     ["import Database from 'better-sqlite3';"],
-    ["import { NodeReleaseFs } from '../adapters/fs/node-release-fs.js';"],
+    ["import { NodeReleaseStore } from '../adapters/fs/node-release-store.js';"],
     ["import { buildContainer } from '../container.js';"],
   ])('refuses %s in src/domain and src/application', async (line) => {
     expect(await lint('src/domain/example.ts', `${line}\nexport {};\n`)).not.toHaveLength(0);

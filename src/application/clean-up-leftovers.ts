@@ -1,6 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { STAGING, type Staging } from './ports/staging.js';
 
 /**
  * Run at start-up: a crash can leave staging areas and temporary links, never a
@@ -9,11 +10,12 @@ import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 @injectable()
 export class CleanUpLeftovers {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
   ) {}
 
   async execute(): Promise<string[]> {
-    return [...(await this.releases.removeLeftovers()), ...(await this.previews.removeLeftovers())];
+    return [...(await this.staging.removeLeftovers()), ...(await this.releases.removeLeftovers()), ...(await this.previews.removeLeftovers())];
   }
 }

@@ -5,13 +5,13 @@ import { existingProject } from './existing-project.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 /** Removes a project's live link, its previews, all its releases and its deploy keys; a running deploy of it publishes first. */
 @injectable()
 export class DeleteProject {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,

@@ -4,7 +4,7 @@ import { Username } from '../domain/username.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export type FilesMode = 'persist' | 'delete';
@@ -18,7 +18,7 @@ export type FilesMode = 'persist' | 'delete';
 export class DeleteUser {
   constructor(
     @inject(TOKEN_STORE) private readonly tokens: TokenStore,
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,

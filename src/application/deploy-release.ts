@@ -7,7 +7,7 @@ import { NOT_YET_KNOWN } from './deployer.js';
 import { PublishRelease, type Deployed } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
-import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
+import { STAGING, type StagedRelease, type Staging } from './ports/staging.js';
 
 export interface DeployInput {
   /** The user, or the owner of the deploy key that signed the deploy. */
@@ -39,7 +39,7 @@ export type { Deployed } from './publish-release.js';
 @injectable()
 export class DeployRelease {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(STAGING) private readonly staging: Staging,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PublishRelease) private readonly publisher: PublishRelease,
@@ -80,7 +80,7 @@ export class DeployRelease {
         throw refused ?? error;
       });
       const named = await target.catch(async (error: unknown) => {
-        await this.releases.discard(staged);
+        await this.staging.discard(staged);
         throw error;
       });
       const stageMs = this.clock.now().getTime() - started;
@@ -102,7 +102,7 @@ export class DeployRelease {
     signal: AbortSignal,
   ): Promise<StagedRelease> {
     try {
-      return await this.releases.stage(user, archive, this.settings.archiveLimits, signal);
+      return await this.staging.stage(user, archive, this.settings.archiveLimits, signal);
     } catch (error) {
       if (error instanceof ArchiveRejected || error instanceof MissingArchive || error instanceof DeployAborted) {
         await project;

@@ -2,7 +2,7 @@ import { inject, injectable } from 'inversify';
 import type { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
 import type { Username } from '../domain/username.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 export interface ProjectSummary {
   readonly project: ProjectName;
@@ -14,7 +14,7 @@ export interface ProjectSummary {
 
 @injectable()
 export class ListProjects {
-  constructor(@inject(RELEASE_FS) private readonly releases: ReleaseFs) {}
+  constructor(@inject(RELEASE_STORE) private readonly releases: ReleaseStore) {}
 
   async execute(user: Username): Promise<ProjectSummary[]> {
     const projects = await this.releases.projects(user);

@@ -4,7 +4,7 @@ import { ReleaseId } from '../domain/release-id.js';
 import type { Username } from '../domain/username.js';
 import { existingProject } from './existing-project.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 export interface ReleaseSummary {
   readonly release: ReleaseId;
@@ -19,7 +19,7 @@ export interface ReleaseSummary {
 @injectable()
 export class ListReleases {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
   ) {}
 

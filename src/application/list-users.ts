@@ -1,6 +1,6 @@
 import { inject, injectable } from 'inversify';
 import type { Username } from '../domain/username.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface UserSummary {
@@ -13,7 +13,7 @@ export interface UserSummary {
 export class ListUsers {
   constructor(
     @inject(TOKEN_STORE) private readonly tokens: TokenStore,
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
   ) {}
 
   async execute(): Promise<UserSummary[]> {

@@ -3,7 +3,7 @@ import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { PruneReleases } from './prune-releases.js';
 import type { RolledBack } from './rollback-release.js';
 
@@ -14,7 +14,7 @@ import type { RolledBack } from './rollback-release.js';
 @injectable()
 export class PromotePreview {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(PruneReleases) private readonly retention: PruneReleases,
   ) {}

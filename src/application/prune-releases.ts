@@ -8,7 +8,7 @@ import type { Username } from '../domain/username.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 /**
  * Retention, for a project whose lock the caller holds: previews past their time lose
@@ -18,7 +18,7 @@ import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
 @injectable()
 export class PruneReleases {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(CLOCK) private readonly clock: Clock,

@@ -6,6 +6,7 @@ import { PublishRelease, type Deployed } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+import { STAGING, type Staging } from './ports/staging.js';
 
 /**
  * The last step of an incremental deploy: the release is built from the user's store
@@ -18,6 +19,7 @@ export class PublishDeploySession {
   constructor(
     @inject(DeploySessionAccess) private readonly access: DeploySessionAccess,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
+    @inject(STAGING) private readonly staging: Staging,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
     @inject(PublishRelease) private readonly publisher: PublishRelease,
     @inject(CLOCK) private readonly clock: Clock,
@@ -26,7 +28,7 @@ export class PublishDeploySession {
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
     const session = await this.access.use(input.user, input.token, input.id);
     const started = this.clock.now().getTime();
-    const staged = await this.objects.assemble(session.user, session.id, session.files);
+    const staged = await this.staging.assemble(session.user, session.id, session.files);
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,

@@ -13,7 +13,8 @@ import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
-import { RELEASE_FS, type ReleaseFs, type StagedRelease } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { STAGING, type StagedRelease, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface Deployed {
@@ -24,17 +25,16 @@ export interface Deployed {
   readonly preview?: PreviewName;
   readonly files: number;
   readonly bytes: number;
-  readonly compressedBytes: number;
   readonly pruned: ReleaseId[];
   /** Set when the release went live but removing old ones failed. */
   readonly pruneError?: Error;
   /** Set when the release went live but its deploy record could not be written. */
   readonly recordError?: Error;
   /**
-   * Milliseconds spent staging (upload included), of which flushing the files to disk,
-   * waiting for the lock, publishing, pruning.
+   * Milliseconds spent staging (upload included), waiting for the lock, publishing,
+   * pruning. Staging's own phases are the staging adapter's to log.
    */
-  readonly timings: { readonly stage: number; readonly flush: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
+  readonly timings: { readonly stage: number; readonly lockWait: number; readonly publish: number; readonly prune: number };
 }
 
 export interface PublishInput {
@@ -63,7 +63,8 @@ export interface PublishInput {
 export class PublishRelease {
   constructor(
     @inject(TOKEN_STORE) private readonly tokens: TokenStore,
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
+    @inject(STAGING) private readonly staging: Staging,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
@@ -107,7 +108,7 @@ export class PublishRelease {
           .then(() => undefined, (error: unknown) => error as Error);
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
-        const timings = { stage: stageMs, flush: staged.flushMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
+        const timings = { stage: stageMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
         return {
           user,
           project,
@@ -115,7 +116,6 @@ export class PublishRelease {
           ...(preview === undefined ? {} : { preview }),
           files: staged.files,
           bytes: staged.bytes,
-          compressedBytes: staged.compressedBytes,
           pruned: Array.isArray(pruned) ? pruned : [],
           ...(pruned instanceof Error ? { pruneError: pruned } : {}),
           ...(recorded ? { recordError: recorded } : {}),
@@ -123,7 +123,7 @@ export class PublishRelease {
         };
       });
     } catch (error) {
-      if (committed === undefined) await this.releases.discard(staged);
+      if (committed === undefined) await this.staging.discard(staged);
       else if (!live) await this.releases.removeRelease(user, project, committed);
       throw error;
     }

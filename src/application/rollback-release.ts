@@ -5,7 +5,7 @@ import { rollbackTarget } from '../domain/rollback.js';
 import type { Username } from '../domain/username.js';
 import { existingProject } from './existing-project.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
-import { RELEASE_FS, type ReleaseFs } from './ports/release-fs.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 export interface RolledBack {
   readonly release: ReleaseId;
@@ -19,7 +19,7 @@ export interface RolledBack {
 @injectable()
 export class RollbackRelease {
   constructor(
-    @inject(RELEASE_FS) private readonly releases: ReleaseFs,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
   ) {}
 

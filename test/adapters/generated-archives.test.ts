@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { pax, tgz, type RawEntry } from '../support/tar-builder.js';
-import { realReleaseFs, type RealReleaseFs } from '../support/real-release-fs.js';
+import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
 import { snapshot } from '../support/tree.js';
 
 const segment = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,8}$/);
@@ -50,10 +50,10 @@ const plans: fc.Arbitrary<Plan> = fc
     return { entries: all, hostileCount: bad.length };
   });
 
-describe('generated archives on the real release filesystem', () => {
-  let fsx: RealReleaseFs;
+describe('generated archives on the real staging and release store', () => {
+  let fsx: RealDeploys;
   beforeAll(async () => {
-    fsx = await realReleaseFs('sitedrop-gen-');
+    fsx = await realDeploys('sitedrop-gen-');
   });
   afterAll(() => fsx.close());
 
@@ -66,19 +66,19 @@ describe('generated archives on the real release filesystem', () => {
         }
         const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
         if (hostileCount > 0) {
-          await expect(fsx.releases.stage('alice' as Username, upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
-          expect(await fsx.releases.settle()).toEqual([]);
+          await expect(fsx.staging.stage('alice' as Username, upload(), limits, new AbortController().signal)).rejects.toBeInstanceOf(ArchiveRejected);
+          expect(await fsx.settle()).toEqual([]);
           expect(await snapshot(fsx.root)).toEqual(empty);
           return;
         }
-        const staged = await fsx.releases.stage('alice' as Username, upload(), limits, new AbortController().signal);
+        const staged = await fsx.staging.stage('alice' as Username, upload(), limits, new AbortController().signal);
         const files = entries.filter((e) => e.type === undefined);
         expect(staged.files).toBe(files.length);
         for (const entry of files) expect(await readFile(join(staged.handle, String(entry.path)), 'utf8')).toBe(String(entry.body ?? ''));
         const tree = await snapshot(staged.handle);
         expect(Object.values(tree).every((v) => /^(dir 755|file 644 )/.test(v))).toBe(true);
-        await fsx.releases.discard(staged);
-        expect(await fsx.releases.settle()).toEqual([]);
+        await fsx.staging.discard(staged);
+        expect(await fsx.settle()).toEqual([]);
         expect(await snapshot(fsx.root)).toEqual(empty);
       }),
       { numRuns: 80 },

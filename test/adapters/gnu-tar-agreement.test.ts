@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { pax, tar, type RawEntry } from '../support/tar-builder.js';
-import { realReleaseFs, type RealReleaseFs } from '../support/real-release-fs.js';
+import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
 import { snapshot } from '../support/tree.js';
 
 /**
@@ -44,9 +44,9 @@ function archiveOf(pieces: RawEntry[][], zeroBlockAt: number | undefined): Buffe
 }
 
 describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
-  let fsx: RealReleaseFs;
+  let fsx: RealDeploys;
   beforeAll(async () => {
-    fsx = await realReleaseFs('sitedrop-agree-');
+    fsx = await realDeploys('sitedrop-agree-');
   });
   afterAll(() => fsx.close());
 
@@ -60,7 +60,7 @@ describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
         }
         let staged;
         try {
-          staged = await fsx.releases.stage('alice' as Username, upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
+          staged = await fsx.staging.stage('alice' as Username, upload(), { maxFiles: 1000, maxBytes: 1_000_000 }, new AbortController().signal);
         } catch (error) {
           expect(error).toBeInstanceOf(ArchiveRejected);
           return;
@@ -73,7 +73,7 @@ describe('sitedrop publishes what GNU tar extracts, or refuses', () => {
           expect(kinds(await snapshot(staged.handle))).toEqual(kinds(await snapshot(byHand)));
         } finally {
           await rm(byHand, { recursive: true, force: true });
-          await fsx.releases.discard(staged);
+          await fsx.staging.discard(staged);
         }
       }),
       { numRuns: 200 },

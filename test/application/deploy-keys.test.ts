@@ -11,7 +11,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -20,16 +20,18 @@ async function world() {
   await tokens.save(alice, 'A'.repeat(32) as Token);
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks();
-  const releases = new InMemoryReleaseFs();
+  const disk = new InMemoryDeploys();
+  const releases = disk.store;
   const lock = new InProcessDeployLock();
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deploy = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews));
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews));
   const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>) =>
     deploy.execute({ user: alice, token, project: Promise.resolve(project), archive, signal: new AbortController().signal });
   return {
     keys,
     releases,
+    disk,
     lock,
     clock,
     create: new CreateDeployKey(keys, new SequenceTokenGenerator(), clock),
@@ -70,7 +72,7 @@ describe('deploy keys (use cases over fakes)', () => {
     const refused = w.deployWith(token, 'blog', long());
     await expect(refused).rejects.toBeInstanceOf(Unauthorized);
     expect(pulled).toBeLessThan(20);
-    expect(w.releases.staged.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
     expect(await w.releases.projects(alice)).toEqual([]);
     expect((await w.deploy(token, 'docs')).project).toBe('docs');
   });

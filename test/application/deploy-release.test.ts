@@ -8,7 +8,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 const ALICE_TOKEN = 'A'.repeat(32);
@@ -16,16 +16,17 @@ const ALICE_TOKEN = 'A'.repeat(32);
 async function world(keep = 3, userMaxBytes?: number) {
   const tokens = new InMemoryTokenStore();
   await tokens.save(alice, ALICE_TOKEN as Token);
-  const releases = new InMemoryReleaseFs();
+  const disk = new InMemoryDeploys();
+  const releases = disk.store;
   const clock = new FixedClock();
   const settings = { releasesKeep: keep, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, ...(userMaxBytes === undefined ? {} : { userMaxBytes }) };
   const records = new InMemoryDeployRecords();
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
-  const deploy = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
-  return { tokens, releases, clock, run, deploy, records, keys, previews };
+  return { tokens, releases, disk, clock, run, deploy, records, keys, previews };
 }
 
 describe('DeployRelease', () => {
@@ -33,8 +34,8 @@ describe('DeployRelease', () => {
     const w = await world();
     const result = await w.run('<h1>hi</h1>');
     expect(result).toMatchObject({ user: 'alice', project: 'docs', release: '20260501T120000', pruned: [] });
-    expect(w.releases.live.get('alice/docs')).toBe('20260501T120000');
-    expect(w.releases.staged.size).toBe(0);
+    expect(w.disk.live.get('alice/docs')).toBe('20260501T120000');
+    expect(w.disk.staged.size).toBe(0);
     expect(w.records.entries).toEqual([{ user: 'alice', project: 'docs', release: '20260501T120000', bytes: 11, files: 1, createdAt: w.clock.current }]);
   });
 
@@ -43,7 +44,7 @@ describe('DeployRelease', () => {
     w.records.failing = true;
     const result = await w.run('site');
     expect(result.recordError?.message).toBe('database gone');
-    expect(w.releases.live.get('alice/docs')).toBe(result.release);
+    expect(w.disk.live.get('alice/docs')).toBe(result.release);
   });
 
   it('gives deploys within one second distinct, increasing ids', async () => {
@@ -61,7 +62,7 @@ describe('DeployRelease', () => {
       ids.push((await w.run('site')).release);
     }
     expect(await w.releases.releases(alice, 'docs' as never)).toEqual(ids.slice(4));
-    expect(w.releases.live.get('alice/docs')).toBe(ids[6]);
+    expect(w.disk.live.get('alice/docs')).toBe(ids[6]);
   });
 
   it('serialises concurrent deploys of one project: all publish with unique ids', async () => {
@@ -69,15 +70,15 @@ describe('DeployRelease', () => {
     const results = await Promise.all(Array.from({ length: 8 }, () => w.run('site')));
     const ids = results.map((r) => r.release);
     expect(new Set(ids).size).toBe(8);
-    expect(w.releases.live.get('alice/docs')).toBe([...ids].sort().at(-1));
+    expect(w.disk.live.get('alice/docs')).toBe([...ids].sort().at(-1));
   });
 
   it('a bad project name fails the deploy and leaves nothing behind', async () => {
     const w = await world();
     await expect(w.run('site', 'Bad Name')).rejects.toBeInstanceOf(InvalidProjectName);
     await expect(w.run('site', null)).rejects.toBeInstanceOf(InvalidProjectName);
-    expect(w.releases.staged.size).toBe(0);
-    expect(w.releases.tree.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
+    expect(w.disk.tree.size).toBe(0);
   });
 
   it('reports a bad project name before a bad archive', async () => {
@@ -97,19 +98,19 @@ describe('DeployRelease', () => {
     const first = await w.run('site');
     await expect(w.run('REJECT: path contains ..')).rejects.toBeInstanceOf(ArchiveRejected);
     expect(w.records.entries).toHaveLength(1);
-    expect(w.releases.live.get('alice/docs')).toBe(first.release);
+    expect(w.disk.live.get('alice/docs')).toBe(first.release);
     expect(await w.releases.releases(alice, 'docs' as never)).toEqual([first.release]);
-    expect(w.releases.staged.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
   });
 
   it('when the swap fails, the new release is taken back out', async () => {
     const w = await world();
     const first = await w.run('site');
     w.clock.current = new Date('2026-05-01T13:00:00Z');
-    w.releases.failActivate = true;
+    w.disk.failActivate = true;
     await expect(w.run('site')).rejects.toThrow('disk on fire');
     expect(await w.releases.releases(alice, 'docs' as never)).toEqual([first.release]);
-    expect(w.releases.live.get('alice/docs')).toBe(first.release);
+    expect(w.disk.live.get('alice/docs')).toBe(first.release);
   });
 
   it('a user deleted while the archive unpacked gets Unauthorized and no release', async () => {
@@ -124,8 +125,8 @@ describe('DeployRelease', () => {
     await w.tokens.remove(alice);
     release();
     await expect(pending).rejects.toBeInstanceOf(Unauthorized);
-    expect(w.releases.tree.size).toBe(0);
-    expect(w.releases.staged.size).toBe(0);
+    expect(w.disk.tree.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
   });
 
   it('an abort signal gives the deploy up and discards its staging area', async () => {
@@ -137,8 +138,8 @@ describe('DeployRelease', () => {
       yield Buffer.from('te');
     })();
     await expect(w.deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve('docs'), archive, signal: controller.signal })).rejects.toBeInstanceOf(DeployAborted);
-    expect(w.releases.staged.size).toBe(0);
-    expect(w.releases.tree.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
+    expect(w.disk.tree.size).toBe(0);
   });
 
   describe('a token rerolled, or a user deleted and created again, while the archive unpacked', () => {
@@ -160,8 +161,8 @@ describe('DeployRelease', () => {
       await w.tokens.save(alice, 'R'.repeat(32) as Token);
       deploy.open();
       await expect(deploy.pending).rejects.toBeInstanceOf(Unauthorized);
-      expect(w.releases.tree.size).toBe(0);
-      expect(w.releases.staged.size).toBe(0);
+      expect(w.disk.tree.size).toBe(0);
+      expect(w.disk.staged.size).toBe(0);
       expect(w.records.entries).toEqual([]);
     });
 
@@ -172,8 +173,8 @@ describe('DeployRelease', () => {
       await w.tokens.save(alice, 'N'.repeat(32) as Token);
       deploy.open();
       await expect(deploy.pending).rejects.toBeInstanceOf(Unauthorized);
-      expect(w.releases.tree.size).toBe(0);
-      expect(w.releases.staged.size).toBe(0);
+      expect(w.disk.tree.size).toBe(0);
+      expect(w.disk.staged.size).toBe(0);
     });
 
     it('a token that now names another user does not publish as the first', async () => {
@@ -183,7 +184,7 @@ describe('DeployRelease', () => {
       await w.tokens.save('mallory' as Username, ALICE_TOKEN as Token);
       deploy.open();
       await expect(deploy.pending).rejects.toBeInstanceOf(Unauthorized);
-      expect(w.releases.tree.size).toBe(0);
+      expect(w.disk.tree.size).toBe(0);
     });
   });
 
@@ -206,8 +207,8 @@ describe('DeployRelease', () => {
       await expect(refused).rejects.toBeInstanceOf(StorageQuotaExceeded);
       await expect(refused).rejects.toMatchObject({ wouldKeep: 11, limit: 10 });
       expect(await w.releases.releases(alice, p('docs'))).toEqual([first.release]);
-      expect(w.releases.live.get('alice/docs')).toBe(first.release);
-      expect(w.releases.staged.size).toBe(0);
+      expect(w.disk.live.get('alice/docs')).toBe(first.release);
+      expect(w.disk.staged.size).toBe(0);
       expect(w.records.entries).toHaveLength(1);
     });
 
@@ -227,7 +228,7 @@ describe('DeployRelease', () => {
     it('adds up every project of the user, and no other user\'s', async () => {
       const w = await world(3, 15);
       await w.tokens.save('bob' as Username, 'B'.repeat(32) as Token);
-      w.releases.put('bob' as Username, p('big'), '20260101T000000' as ReleaseId, 1_000_000);
+      w.disk.put('bob' as Username, p('big'), '20260101T000000' as ReleaseId, 1_000_000);
       await w.run('0123456789', 'one');
       at(w, 10);
       await expect(w.run('012345', 'two')).rejects.toMatchObject({ wouldKeep: 16, limit: 15 });
@@ -236,7 +237,7 @@ describe('DeployRelease', () => {
 
     it('measures a release that has no deploy record', async () => {
       const w = await world(3, 15);
-      w.releases.put(alice, p('old'), '20250101T000000' as ReleaseId, 12);
+      w.disk.put(alice, p('old'), '20250101T000000' as ReleaseId, 12);
       await expect(w.run('1234', 'docs')).rejects.toMatchObject({ wouldKeep: 16 });
       await expect(w.run('123', 'docs')).resolves.toMatchObject({ project: 'docs' });
     });
@@ -246,7 +247,7 @@ describe('DeployRelease', () => {
       const outcomes = await Promise.allSettled([w.run('0123456789', 'one'), w.run('0123456789', 'two')]);
       expect(outcomes.map((o) => o.status).sort()).toEqual(['fulfilled', 'rejected']);
       expect((outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(StorageQuotaExceeded);
-      expect(w.releases.tree.size).toBe(1);
+      expect(w.disk.tree.size).toBe(1);
     });
   });
 });

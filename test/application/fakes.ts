@@ -1,14 +1,17 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
 import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
-import type { ReleaseFs, StagedRelease } from '../../src/application/ports/release-fs.js';
+import type { ReleaseStore } from '../../src/application/ports/release-store.js';
+import type { SessionObjects } from '../../src/application/ports/session-objects.js';
+import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
-import { ArchiveRejected, DeployAborted, MissingArchive } from '../../src/domain/errors.js';
+import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected } from '../../src/domain/errors.js';
+import { assertExpectedObject, assertObjectBytes, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -41,102 +44,206 @@ export class InMemoryTokenStore implements TokenStore {
   }
 }
 
-/**
- * Releases as sets in memory. An "archive" is its text: empty is missing, text
- * starting REJECT is refused, anything else is a site with that many bytes.
- */
-export class InMemoryReleaseFs implements ReleaseFs {
-  readonly staged = new Set<string>();
-  readonly tree = new Map<string, Set<ReleaseId>>();
-  readonly live = new Map<string, ReleaseId>();
-  /** Bytes per release, by `user/project/release`. */
-  readonly sizes = new Map<string, number>();
-  failActivate = false;
-  private next = 0;
+const sha256 = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
+const sizeOf = (contents: readonly string[]): number => contents.reduce((sum, c) => sum + Buffer.byteLength(c), 0);
 
-  async stage(_user: Username, archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
-    const handle = `staging-${(this.next += 1)}`;
-    this.staged.add(handle);
-    try {
-      let text = '';
-      for await (const chunk of archive) {
-        if (signal.aborted) throw new DeployAborted();
-        text += Buffer.from(chunk).toString();
-      }
-      if (signal.aborted) throw new DeployAborted();
-      if (text === '') throw new MissingArchive();
-      if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
-      return { handle, files: 1, bytes: text.length, compressedBytes: text.length, flushMs: 0 };
-    } catch (error) {
-      this.staged.delete(handle);
-      throw error;
+/** The whole upload as text; a stalled one is given up as soon as `signal` fires, as the real unpacking is. */
+async function textOf(source: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<string> {
+  const iterator = source[Symbol.asyncIterator]();
+  let giveUp!: (error: Error) => void;
+  const aborted = new Promise<never>((_, reject) => (giveUp = reject));
+  aborted.catch(() => undefined);
+  const onAbort = (): void => giveUp(new DeployAborted());
+  if (signal.aborted) onAbort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  const chunks: Buffer[] = [];
+  try {
+    for (let next = await Promise.race([iterator.next(), aborted]); !next.done; next = await Promise.race([iterator.next(), aborted])) {
+      chunks.push(Buffer.from(next.value));
     }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+  return Buffer.concat(chunks).toString();
+}
+
+/**
+ * DEPLOYS_ROOT in memory: what staging, the release store and session objects share, as
+ * the real adapters share one directory tree. A file is its content; each user's store
+ * holds contents by SHA-256, as the real one does.
+ *
+ * An "archive" is its text: empty is missing, text starting REJECT is refused, anything
+ * else is a site whose files are its lines, in path order (`site` is one file of 4 bytes).
+ * A batch of objects is lines `<name> <content>`.
+ */
+export class InMemoryDeploys {
+  /** Staging areas by handle: whose, and their files' contents. */
+  readonly staged = new Map<string, { readonly user: Username; readonly contents: readonly string[] }>();
+  /** Releases by `user/project`, each its files' contents. */
+  readonly tree = new Map<string, Map<ReleaseId, readonly string[]>>();
+  readonly live = new Map<string, ReleaseId>();
+  /** Each user's store: contents by digest. */
+  readonly stores = new Map<Username, Map<Digest, string>>();
+  /** Each session's uploads: contents by digest. */
+  readonly uploads = new Map<string, Map<Digest, string>>();
+  failActivate = false;
+  readonly staging = new InMemoryStaging(this);
+  readonly store = new InMemoryReleaseStore(this);
+  readonly objects = new InMemorySessionObjects(this);
+  private handles = 0;
+
+  storeOf(user: Username): Map<Digest, string> {
+    const store = this.stores.get(user) ?? new Map<Digest, string>();
+    this.stores.set(user, store);
+    return store;
+  }
+
+  newHandle(): string {
+    return `staging-${(this.handles += 1)}`;
+  }
+
+  /** A release put in place without a deploy (one from before deploy records, say): one file of `bytes` bytes. */
+  put(user: Username, project: ProjectName, id: ReleaseId, bytes: number): void {
+    const key = `${user}/${project}`;
+    this.tree.set(key, (this.tree.get(key) ?? new Map()).set(id, ['x'.repeat(bytes)]));
+  }
+}
+
+export class InMemoryStaging implements Staging {
+  constructor(protected readonly disk: InMemoryDeploys) {}
+
+  async stage(user: Username, archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    const text = await textOf(archive, signal);
+    if (text === '') throw new MissingArchive();
+    if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
+    return this.staged(user, text.split('\n'));
+  }
+
+  async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
+    const store = this.disk.storeOf(user);
+    const uploads = this.disk.uploads.get(session);
+    const contents = files.map((f) => (f.size === 0 ? '' : (store.get(f.digest) ?? uploads?.get(f.digest))));
+    const missing = new Set(files.filter((_, i) => contents[i] === undefined).map((f) => f.digest));
+    if (missing.size > 0) throw new ObjectsMissing([...missing]);
+    return this.staged(user, contents as string[]);
   }
 
   async discard(staged: StagedRelease): Promise<void> {
-    this.staged.delete(staged.handle);
+    this.disk.staged.delete(staged.handle);
   }
+
+  async removeLeftovers(): Promise<string[]> {
+    const removed = [...this.disk.staged.keys()];
+    this.disk.staged.clear();
+    return removed;
+  }
+
+  private staged(user: Username, contents: readonly string[]): StagedRelease {
+    const handle = this.disk.newHandle();
+    this.disk.staged.set(handle, { user, contents });
+    return { handle, files: contents.length, bytes: sizeOf(contents) };
+  }
+}
+
+export class InMemoryReleaseStore implements ReleaseStore {
+  constructor(private readonly disk: InMemoryDeploys) {}
 
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    if (!this.staged.delete(staged.handle)) throw new Error(`no staging area ${staged.handle}`);
+    const area = this.disk.staged.get(staged.handle);
+    if (area === undefined) throw new Error(`no staging area ${staged.handle}`);
     const key = `${user}/${project}`;
-    const set = this.tree.get(key) ?? new Set();
-    if (set.has(id)) throw new Error(`release ${id} exists`);
-    set.add(id);
-    this.tree.set(key, set);
-    this.sizes.set(`${key}/${id}`, staged.bytes);
-  }
-
-  /** A release put in place without a deploy (one from before deploy records, say). */
-  put(user: Username, project: ProjectName, id: ReleaseId, bytes: number): void {
-    const key = `${user}/${project}`;
-    this.tree.set(key, (this.tree.get(key) ?? new Set()).add(id));
-    this.sizes.set(`${key}/${id}`, bytes);
+    const releases = this.disk.tree.get(key) ?? new Map<ReleaseId, readonly string[]>();
+    if (releases.has(id)) throw new Error(`release ${id} exists`);
+    this.disk.staged.delete(staged.handle);
+    this.disk.tree.set(key, releases.set(id, area.contents));
+    const store = this.disk.storeOf(user);
+    for (const content of area.contents) if (content !== '') store.set(sha256(content), content);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    if (this.failActivate) throw new Error('disk on fire');
-    if (!this.tree.get(`${user}/${project}`)?.has(id)) throw new Error(`no release ${id}`);
-    this.live.set(`${user}/${project}`, id);
+    if (this.disk.failActivate) throw new Error('disk on fire');
+    if (!this.disk.tree.get(`${user}/${project}`)?.has(id)) throw new Error(`no release ${id}`);
+    this.disk.live.set(`${user}/${project}`, id);
   }
 
   async releases(user: Username, project: ProjectName): Promise<ReleaseId[]> {
-    return [...(this.tree.get(`${user}/${project}`) ?? [])].sort();
+    return [...(this.disk.tree.get(`${user}/${project}`)?.keys() ?? [])].sort();
   }
 
   async liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined> {
-    return this.live.get(`${user}/${project}`);
+    return this.disk.live.get(`${user}/${project}`);
   }
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    this.tree.get(`${user}/${project}`)?.delete(id);
-    this.sizes.delete(`${user}/${project}/${id}`);
+    this.disk.tree.get(`${user}/${project}`)?.delete(id);
   }
 
   async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
-    return this.tree.get(`${user}/${project}`)?.has(id) ? (this.sizes.get(`${user}/${project}/${id}`) ?? 0) : 0;
+    return sizeOf(this.disk.tree.get(`${user}/${project}`)?.get(id) ?? []);
   }
 
   async projects(user: Username): Promise<ProjectName[]> {
     const names = new Set<string>();
-    for (const key of [...this.tree.keys(), ...this.live.keys()]) if (key.startsWith(`${user}/`)) names.add(key.slice(user.length + 1));
+    for (const key of [...this.disk.tree.keys(), ...this.disk.live.keys()]) if (key.startsWith(`${user}/`)) names.add(key.slice(user.length + 1));
     return [...names].sort() as ProjectName[];
   }
 
   async removeProject(user: Username, project: ProjectName): Promise<void> {
-    this.live.delete(`${user}/${project}`);
-    this.tree.delete(`${user}/${project}`);
+    this.disk.live.delete(`${user}/${project}`);
+    this.disk.tree.delete(`${user}/${project}`);
   }
 
   async removeUserFiles(user: Username): Promise<void> {
-    for (const key of [...this.tree.keys()]) if (key.startsWith(`${user}/`)) this.tree.delete(key);
-    for (const key of [...this.live.keys()]) if (key.startsWith(`${user}/`)) this.live.delete(key);
+    for (const key of [...this.disk.tree.keys()]) if (key.startsWith(`${user}/`)) this.disk.tree.delete(key);
+    for (const key of [...this.disk.live.keys()]) if (key.startsWith(`${user}/`)) this.disk.live.delete(key);
+    this.disk.stores.delete(user);
   }
 
   async removeLeftovers(): Promise<string[]> {
-    const removed = [...this.staged];
-    this.staged.clear();
-    return removed;
+    return [];
+  }
+}
+
+export class InMemorySessionObjects implements SessionObjects {
+  constructor(private readonly disk: InMemoryDeploys) {}
+
+  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+    const store = this.disk.storeOf(user);
+    const uploads = session === undefined ? undefined : this.disk.uploads.get(session);
+    const missing: Digest[] = [];
+    for (const [digest, size] of objects) {
+      const held = store.get(digest) ?? uploads?.get(digest);
+      if (held === undefined) missing.push(digest);
+      else if (Buffer.byteLength(held) !== size) throw new ManifestRejected(`size does not match the object's: ${digest} is not ${size} bytes`);
+    }
+    return missing;
+  }
+
+  async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number> {
+    const text = await textOf(batch, signal);
+    if (text === '') throw new ObjectsRejected('the batch is empty');
+    const received = new Map<Digest, string>();
+    try {
+      for (const line of text.split('\n')) {
+        const [name = '', content = ''] = line.split(/ (.*)/s);
+        assertExpectedObject(expected, 'file', name, Buffer.byteLength(content));
+        assertObjectBytes(name, sha256(content));
+        received.set(name as Digest, content);
+      }
+    } catch (error) {
+      if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);
+      throw error;
+    }
+    this.disk.uploads.set(session, new Map([...(this.disk.uploads.get(session) ?? []), ...received]));
+    return received.size;
+  }
+
+  async removeUploads(session: string): Promise<void> {
+    this.disk.uploads.delete(session);
+  }
+
+  async sessionsWithUploads(): Promise<string[]> {
+    return [...this.disk.uploads.keys()];
   }
 }
 

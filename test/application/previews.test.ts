@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { PreviewNotFound, StorageQuotaExceeded, TooManyPreviews } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
 
 const ann = 'ann' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -18,13 +18,14 @@ const TOKEN = 'A'.repeat(32);
 async function world(over: { userMaxBytes?: number } = {}) {
   const tokens = new InMemoryTokenStore();
   await tokens.save(ann, TOKEN as Token);
-  const releases = new InMemoryReleaseFs();
+  const disk = new InMemoryDeploys();
+  const releases = disk.store;
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const previews = new InMemoryPreviewLinks(clock);
   const lock = new InProcessDeployLock();
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
   const prune = new PruneReleases(releases, settings, previews, clock);
-  const deployer = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, prune, new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews));
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };
@@ -32,6 +33,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
   };
   return {
     releases,
+    disk,
     clock,
     previews,
     deploy,
@@ -62,7 +64,7 @@ describe('previews (use cases over fakes)', () => {
     await w.deploy('a', 'pr-1');
     await w.deploy('b', 'pr-2');
     await expect(w.deploy('c', 'pr-3')).rejects.toBeInstanceOf(TooManyPreviews);
-    expect(w.releases.staged.size).toBe(0);
+    expect(w.disk.staged.size).toBe(0);
     await w.deploy('b2', 'pr-2');
     w.clock.current = new Date(w.clock.current.getTime() + 61_000);
     expect((await w.list.execute(ann, 'site')).previews).toEqual([]);

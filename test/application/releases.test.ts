@@ -11,7 +11,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -19,20 +19,22 @@ async function world() {
   const tokens = new InMemoryTokenStore();
   await tokens.save(alice, 'A'.repeat(32) as Token);
   await tokens.save('bob' as Username, 'B'.repeat(32) as Token);
-  const releases = new InMemoryReleaseFs();
+  const disk = new InMemoryDeploys();
+  const releases = disk.store;
   const records = new InMemoryDeployRecords();
   const lock = new InProcessDeployLock();
   const clock = new FixedClock();
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deployer = new DeployRelease(releases, clock, settings, new PublishRelease(tokens, releases, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), records, keys, previews));
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;
   };
   return {
     releases,
+    disk,
     deploy,
     deployer,
     listProjects: new ListProjects(releases),
@@ -91,7 +93,7 @@ describe('RollbackRelease', () => {
     await expect(w.rollback.execute(alice, 'docs', 'yesterday')).rejects.toBeInstanceOf(InvalidReleaseId);
     await expect(w.rollback.execute(alice, 'nope')).rejects.toBeInstanceOf(ProjectNotFound);
     await expect(w.rollback.execute(alice, 'docs')).rejects.toBeInstanceOf(NothingToRollBackTo);
-    expect(w.releases.live.get('alice/docs')).toBe(only);
+    expect(w.disk.live.get('alice/docs')).toBe(only);
   });
 
   it('a rollback racing a deploy: both run under the lock, and the live link ends on one of them', async () => {
@@ -100,7 +102,7 @@ describe('RollbackRelease', () => {
     await w.deploy('docs', '2026-05-01T11:00:00Z');
     const [rolled, deployed] = await Promise.all([w.rollback.execute(alice, 'docs'), w.deploy('docs', '2026-05-01T12:00:00Z')]);
     expect(rolled.release).toBe(first);
-    const live = w.releases.live.get('alice/docs');
+    const live = w.disk.live.get('alice/docs');
     // Whichever took the lock second decided what is live, and it is a real release.
     expect([first, deployed]).toContain(live);
     expect(await w.releases.releases(alice, 'docs' as never)).toContain(live);
@@ -113,7 +115,7 @@ describe('DeleteProject', () => {
     await w.deploy('docs', '2026-05-01T10:00:00Z');
     await w.deploy('blog', '2026-05-01T10:00:01Z');
     await w.deleteProject.execute(alice, 'docs');
-    expect(w.releases.live.has('alice/docs')).toBe(false);
+    expect(w.disk.live.has('alice/docs')).toBe(false);
     expect(await w.listProjects.execute(alice)).toEqual([expect.objectContaining({ project: 'blog' })]);
     await expect(w.deleteProject.execute(alice, 'docs')).rejects.toBeInstanceOf(ProjectNotFound);
   });

@@ -7,15 +7,17 @@ import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/er
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryReleaseFs, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();
-  const releases = new InMemoryReleaseFs();
+  const disk = new InMemoryDeploys();
+  const releases = disk.store;
   const lock = new InProcessDeployLock();
   return {
     tokens,
     releases,
+    disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
     remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks()),
@@ -83,7 +85,7 @@ describe('DeleteUser', () => {
   async function withSite() {
     const w = world();
     const { token } = await w.create.execute({ username: 'alice' });
-    const staged = await w.releases.stage('alice' as Username, (async function* () { yield Buffer.from('site'); })(), { maxFiles: 1, maxBytes: 9 }, new AbortController().signal);
+    const staged = await w.disk.staging.stage('alice' as Username, (async function* () { yield Buffer.from('site'); })(), { maxFiles: 1, maxBytes: 9 }, new AbortController().signal);
     await w.releases.commit(staged, 'alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
     await w.releases.activate('alice' as Username, 'docs' as ProjectName, '20260101T000000' as ReleaseId);
     return { ...w, token };
@@ -93,20 +95,20 @@ describe('DeleteUser', () => {
     const w = await withSite();
     await w.remove.execute({ username: 'alice', files: 'persist' });
     await expect(w.authenticate.execute(w.token)).rejects.toBeInstanceOf(Unauthorized);
-    expect(w.releases.live.get('alice/docs')).toBe('20260101T000000');
+    expect(w.disk.live.get('alice/docs')).toBe('20260101T000000');
   });
 
   it('delete removes the files too', async () => {
     const w = await withSite();
     await w.remove.execute({ username: 'alice', files: 'delete' });
-    expect(w.releases.live.size).toBe(0);
-    expect(w.releases.tree.size).toBe(0);
+    expect(w.disk.live.size).toBe(0);
+    expect(w.disk.tree.size).toBe(0);
   });
 
   it('an unknown user is UserNotFound and nothing changes', async () => {
     const w = await withSite();
     await expect(w.remove.execute({ username: 'bob', files: 'delete' })).rejects.toBeInstanceOf(UserNotFound);
-    expect(w.releases.live.get('alice/docs')).toBe('20260101T000000');
+    expect(w.disk.live.get('alice/docs')).toBe('20260101T000000');
     await expect(w.remove.execute({ username: 'B@d', files: 'delete' })).rejects.toBeInstanceOf(InvalidUsername);
   });
 });

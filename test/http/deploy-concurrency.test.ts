@@ -10,7 +10,7 @@ import { AuthenticateDeployer } from '../../src/application/authenticate-deploye
 import { DeployRelease } from '../../src/application/deploy-release.js';
 import { PublishRelease } from '../../src/application/publish-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
-import type { StagedRelease } from '../../src/application/ports/release-fs.js';
+import type { StagedRelease } from '../../src/application/ports/staging.js';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
 import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
 import { DeployTracker } from '../../src/adapters/http/deploy-tracker.js';
@@ -21,7 +21,7 @@ import { SilentLogger } from '../../src/adapters/log/logger.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryReleaseFs, InMemoryTokenStore } from '../application/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore } from '../application/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowUpload, until, type SlowUpload } from '../support/slow-upload.js';
@@ -266,9 +266,12 @@ describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX
 });
 
 /** Unpacks like the in-memory fake, but stops reading for `pauseMs` after the first chunk: a slow disk. */
-class SlowDiskReleaseFs extends InMemoryReleaseFs {
-  constructor(private readonly pauseMs: number) {
-    super();
+class SlowDiskStaging extends InMemoryStaging {
+  constructor(
+    disk: InMemoryDeploys,
+    private readonly pauseMs: number,
+  ) {
+    super(disk);
   }
 
   override stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
@@ -293,14 +296,16 @@ describe('the idle limit counts only the time the service is asking for bytes (r
   beforeAll(async () => {
     const tokens = new InMemoryTokenStore();
     await tokens.save('slow' as Username, token as Token);
-    const releases = new SlowDiskReleaseFs(2500);
+    const disk = new InMemoryDeploys();
+    const staging = new SlowDiskStaging(disk, 2500);
+    const releases = disk.store;
     const keys = new InMemoryDeployKeyStore();
     const previews = new InMemoryPreviewLinks();
     const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100 * 1024 * 1024 } };
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1 },
       authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(releases, new FixedClock(), settings, new PublishRelease(tokens, releases, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock()), new InMemoryDeployRecords(), keys, previews)),
+      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock()), new InMemoryDeployRecords(), keys, previews)),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),

@@ -46,8 +46,12 @@ describe('logs: one JSON line per request and per deploy outcome, never a token'
     expect(logged()).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
-          msg: 'deployed', user: 'deployer', project: 'site', release: ok.body.release, files: 2, bytes: 6, compressedBytes: expect.any(Number), durationMs: expect.any(Number),
-          phasesMs: { stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) },
+          msg: 'deployed', user: 'deployer', project: 'site', release: ok.body.release, files: 2, bytes: 6, durationMs: expect.any(Number),
+          phasesMs: { stage: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) },
+        }),
+        expect.objectContaining({
+          msg: 'staged', user: 'deployer', files: 2, bytes: 6, compressedBytes: expect.any(Number),
+          phasesMs: { unpack: expect.any(Number), flush: expect.any(Number) },
         }),
         expect.objectContaining({ msg: 'deploy failed', user: 'deployer', status: 500, reason: "failed to extract tarball: path contains '..' component which is not allowed: ../escape" }),
         expect.objectContaining({ msg: 'request', path: '/api/v1/deploy', status: 401, user: null }),
@@ -55,11 +59,13 @@ describe('logs: one JSON line per request and per deploy outcome, never a token'
     );
   });
 
-  it('times the flush to disk as a part of the staging', () => {
-    const deployed = logged().find((l) => l.msg === 'deployed') as { phasesMs: { stage: number; flush: number } };
-    expect(deployed.phasesMs.flush).toBeGreaterThanOrEqual(0);
-    // Both are whole milliseconds from different clocks: allow the rounding.
-    expect(deployed.phasesMs.flush).toBeLessThanOrEqual(deployed.phasesMs.stage + 1);
+  it("times the flush to disk as a part of the staging, in the staging's own line, with the bytes it received", () => {
+    const deployed = logged().find((l) => l.msg === 'deployed') as { phasesMs: { stage: number } };
+    const staged = logged().find((l) => l.msg === 'staged') as { compressedBytes: number; phasesMs: { unpack: number; flush: number } };
+    expect(staged.phasesMs.flush).toBeGreaterThanOrEqual(0);
+    // Whole milliseconds from different clocks: allow the rounding.
+    expect(staged.phasesMs.unpack + staged.phasesMs.flush).toBeLessThanOrEqual(deployed.phasesMs.stage + 2);
+    expect(staged.compressedBytes).toBe(tgz([file('index.html', 'hello'), file('a/b.css', 'x')]).length);
   });
 
   it('never writes a token or an Authorization header', () => {

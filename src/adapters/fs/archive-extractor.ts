@@ -1,3 +1,4 @@
+import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../domain/errors.js';
 import type { ManifestFile } from '../../domain/manifest.js';
@@ -46,6 +47,8 @@ function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): 
     );
   });
 }
+
+export const ARCHIVE_EXTRACTOR = Symbol.for('sitedrop.ArchiveExtractor') as ServiceIdentifier<ArchiveExtractor>;
 
 /** Streams gzip-compressed tar bytes to the unpack thread, which unpacks them into a directory. */
 export class ArchiveExtractor {

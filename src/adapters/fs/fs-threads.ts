@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
+import type { ServiceIdentifier } from 'inversify';
 import type { FromUnpacker, Probed, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
 
 /**
@@ -14,6 +15,8 @@ function script(name: string): string {
   if (existsSync(built)) return built;
   throw new Error(`${name} not found at ${here} or ${built}: run npm run build`);
 }
+
+export const FS_THREADS = Symbol.for('sitedrop.FsThreads') as ServiceIdentifier<FsThreads>;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 

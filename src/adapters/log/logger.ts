@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
 import pretty from 'pino-pretty';
+import type { ServiceIdentifier } from 'inversify';
 
 /** Structured log lines. Callers never pass tokens or Authorization headers. */
 export interface Logger {
@@ -7,6 +8,9 @@ export interface Logger {
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
 }
+
+/** For adapters that log their own work (the staging's phases); use cases return data instead. */
+export const LOGGER = Symbol.for('sitedrop.Logger') as ServiceIdentifier<Logger>;
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

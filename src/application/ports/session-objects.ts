@@ -1,12 +1,11 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { Digest, ManifestFile } from '../../domain/manifest.js';
+import type { Digest } from '../../domain/manifest.js';
 import type { Username } from '../../domain/username.js';
-import type { StagedRelease } from './release-fs.js';
 
 /**
- * The file side of an incremental deploy: what a user's store lacks, the objects a
- * session uploads (kept apart from the store until the release is published, so a
- * session given up changes nothing), and the release built from them.
+ * The object side of an incremental deploy: what a user's store lacks, and the objects a
+ * session uploads, kept apart from the store until a release built from them
+ * (Staging.assemble) is committed, so a session given up changes nothing.
  */
 export interface SessionObjects {
   /**
@@ -22,11 +21,6 @@ export interface SessionObjects {
    * `signal` fires. Returns how many objects the batch held.
    */
   receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number>;
-  /**
-   * Builds the release's files in a staging area from the store and the session's
-   * uploads. Throws ObjectsMissing, leaving nothing, when some object is in neither.
-   */
-  assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease>;
   /** Removes what the session uploaded. */
   removeUploads(session: string): Promise<void>;
   /** The sessions with uploads kept on disk. */

@@ -78,7 +78,6 @@ export function deployedAnswer(deps: Pick<HttpDeps, 'settings' | 'metrics' | 'lo
     ...(deployed.preview === undefined ? {} : { preview: deployed.preview }),
     files: deployed.files,
     bytes: deployed.bytes,
-    compressedBytes: deployed.compressedBytes,
     durationMs: Math.round(performance.now() - started),
     phasesMs: deployed.timings,
   });

@@ -1,0 +1,55 @@
+import { inject, injectable } from 'inversify';
+import type { SessionObjects } from '../../application/ports/session-objects.js';
+import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
+import type { Digest } from '../../domain/manifest.js';
+import type { Username } from '../../domain/username.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
+import { DeploysTree } from './deploys-tree.js';
+import { FS_THREADS, type FsThreads } from './fs-threads.js';
+
+/** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
+@injectable()
+export class NodeSessionObjects implements SessionObjects {
+  constructor(
+    @inject(DeploysTree) private readonly tree: DeploysTree,
+    @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
+    @inject(FS_THREADS) private readonly threads: FsThreads,
+  ) {}
+
+  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+    const uploads = session === undefined ? undefined : this.tree.uploadsDir(session);
+    const { missing, wrongSize } = await this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects);
+    const lie = wrongSize[0];
+    if (lie !== undefined) throw new ManifestRejected(`size does not match the object's: ${lie} is not ${objects.get(lie as Digest)} bytes`);
+    return missing as Digest[];
+  }
+
+  async receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number> {
+    // Unpacked as an archive is, into a staging area of its own; only the objects move
+    // on, into the session's uploads, and only once every one of them has been checked.
+    const area = await this.tree.openStagingArea();
+    try {
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      const limits = { maxFiles: expected.size, maxBytes: [...expected.values()].reduce((a, b) => a + b, 0) };
+      const extracted = await this.extractor.extract(batch, area.dir, objects, limits, area.chmod, signal, expected).catch((error: unknown) => {
+        if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);
+        if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');
+        throw error;
+      });
+      // Not flushed to disk here: the publish flushes once for every batch, and checks each
+      // uploaded object's bytes before a release links it (writer-thread.ts, isIntact).
+      await this.threads.adoptObjects(area.fresh, this.tree.uploadsDir(session));
+      return extracted.files;
+    } finally {
+      await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
+    }
+  }
+
+  async removeUploads(session: string): Promise<void> {
+    await this.tree.throwAway(this.tree.uploadsDir(session));
+  }
+
+  sessionsWithUploads(): Promise<string[]> {
+    return this.tree.sessionsWithUploads();
+  }
+}

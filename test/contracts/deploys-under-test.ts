@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ReleaseStore } from '../../src/application/ports/release-store.js';
+import type { SessionObjects } from '../../src/application/ports/session-objects.js';
+import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
+import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import type { ProjectName } from '../../src/domain/project-name.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import type { Username } from '../../src/domain/username.js';
+import { bytes, InMemoryDeploys } from '../application/fakes.js';
+import { realDeploys } from '../support/real-deploys.js';
+import { file, tgz } from '../support/tar-builder.js';
+
+/**
+ * Staging, the release store and session objects over one DEPLOYS_ROOT, as a use case
+ * meets them, with what a contract needs besides: inputs in the implementation's own
+ * format, and what a web server would read.
+ */
+export interface DeploysUnderTest {
+  readonly staging: Staging;
+  readonly store: ReleaseStore;
+  readonly objects: SessionObjects;
+  /** An archive of files with these contents, named in the order given. */
+  archive(contents: readonly string[]): AsyncIterable<Uint8Array>;
+  /** An archive the archive policy refuses (an entry escaping the release with `..`). */
+  refusedArchive(): AsyncIterable<Uint8Array>;
+  /** A batch of objects for SessionObjects.receive, each under the name given, whatever its bytes. */
+  batch(objects: readonly (readonly [name: string, content: string])[]): AsyncIterable<Uint8Array>;
+  /**
+   * The contents of a release's files in path order, as a web server reads them: through
+   * the live link when `id` is undefined. Undefined when there is nothing to read.
+   */
+  served(user: Username, project: ProjectName, id?: ReleaseId): Promise<string[] | undefined>;
+  /**
+   * What is kept of staging areas and of removals once the implementation's background
+   * work is done: empty when nothing was left behind.
+   */
+  leftovers(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** The names a contract gives its files; they sort in the order given. */
+export const pathOf = (i: number): string => `f${String(i).padStart(3, '0')}.txt`;
+
+async function* once(chunk: Buffer): AsyncGenerator<Uint8Array> {
+  yield chunk;
+}
+
+export async function fakeDeploys(): Promise<DeploysUnderTest> {
+  const disk = new InMemoryDeploys();
+  return {
+    staging: disk.staging,
+    store: disk.store,
+    objects: disk.objects,
+    archive: (contents) => bytes(contents.join('\n')),
+    refusedArchive: () => bytes('REJECT ../escape'),
+    batch: (objects) => bytes(objects.map(([name, content]) => `${name} ${content}`).join('\n')),
+    async served(user, project, id) {
+      const release = id ?? disk.live.get(`${user}/${project}`);
+      const contents = release === undefined ? undefined : disk.tree.get(`${user}/${project}`)?.get(release);
+      return contents === undefined ? undefined : [...contents];
+    },
+    leftovers: async () => [...disk.staged.keys()],
+    close: async () => undefined,
+  };
+}
+
+/** Every file under `dir`, following the link `dir` may be, by path. */
+async function contentsUnder(dir: string): Promise<string[] | undefined> {
+  const files: [string, string][] = [];
+  async function walk(sub: string): Promise<void> {
+    for (const entry of await readdir(join(dir, sub), { withFileTypes: true })) {
+      const path = sub === '' ? entry.name : `${sub}/${entry.name}`;
+      if (entry.isDirectory()) await walk(path);
+      else files.push([path, await readFile(join(dir, path), 'utf8')]);
+    }
+  }
+  try {
+    await walk('');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return files.sort(([a], [b]) => (a < b ? -1 : 1)).map(([, content]) => content);
+}
+
+export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
+  const real = await realDeploys('sitedrop-contract-');
+  return {
+    staging: real.staging,
+    store: real.store,
+    objects: real.objects,
+    archive: (contents) => once(tgz(contents.map((content, i) => file(pathOf(i), content)))),
+    refusedArchive: () => once(tgz([file('../escape', 'x')])),
+    batch: (objects) => once(tgz(objects.map(([name, content]) => file(name, content)))),
+    served: (user, project, id) => contentsUnder(id === undefined ? join(real.docsRoot, user, project) : join(real.deploysRoot, user, project, id)),
+    async leftovers() {
+      const failed = await real.settle();
+      const kept = await Promise.all(['.staging', '.fresh', '.trash'].map(async (dir) => (await readdir(join(real.deploysRoot, dir))).map((name) => `${dir}/${name}`)));
+      return [...failed, ...kept.flat()];
+    },
+    close: () => real.close(),
+  };
+}
+
+export const alice = 'alice' as Username;
+export const bob = 'bob' as Username;
+export const docs = 'docs' as ProjectName;
+export const blog = 'blog' as ProjectName;
+export const R1 = '20261123T120000' as ReleaseId;
+export const R2 = '20261123T130000' as ReleaseId;
+export const LIMITS = { maxFiles: 100, maxBytes: 1_000_000 };
+export const going = (): AbortSignal => new AbortController().signal;
+export const digestOf = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
+/** A manifest's objects, digest to size, of these contents. */
+export const objectsOf = (...contents: string[]): Map<Digest, number> => new Map(contents.map((c) => [digestOf(c), Buffer.byteLength(c)]));
+/** A manifest of files with these contents, named as an archive's are. */
+export const manifestOf = (...contents: string[]): ManifestFile[] => contents.map((c, i) => ({ path: pathOf(i), size: Buffer.byteLength(c), digest: digestOf(c) }));
+
+/** Runs `test` over a fresh set from `open`, closed whatever happens. */
+export const over =
+  (open: () => Promise<DeploysUnderTest>, test: (d: DeploysUnderTest) => Promise<void>) =>
+  async (): Promise<void> => {
+    const d = await open();
+    try {
+      await test(d);
+    } finally {
+      await d.close();
+    }
+  };
+
+/** Stages an archive of `contents` for `user` and commits it as `project`'s release `id`. */
+export async function release(d: DeploysUnderTest, user: Username, project: ProjectName, id: ReleaseId, contents: readonly string[]): Promise<StagedRelease> {
+  const staged = await d.staging.stage(user, d.archive(contents), LIMITS, going());
+  await d.store.commit(staged, user, project, id);
+  return staged;
+}

@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { alice, blog, bob, docs, going, LIMITS, over, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+
+/**
+ * What every ReleaseStore must do for the use cases: a release is visible only once
+ * committed, live only once activated, and removing one never takes what another serves.
+ */
+export function releaseStoreContract(name: string, open: () => Promise<DeploysUnderTest>): void {
+  describe(`ReleaseStore contract: ${name}`, () => {
+    it('a staged release is nowhere until committed; committed, it is listed and readable but not live', over(open, async (d) => {
+      const staged = await d.staging.stage(alice, d.archive(['<h1>one</h1>', 'body{}']), LIMITS, going());
+      expect(await d.store.projects(alice)).toEqual([]);
+      expect(await d.store.releases(alice, docs)).toEqual([]);
+      await d.store.commit(staged, alice, docs, R1);
+      expect(await d.store.releases(alice, docs)).toEqual([R1]);
+      expect(await d.store.projects(alice)).toEqual([docs]);
+      expect(await d.served(alice, docs, R1)).toEqual(['<h1>one</h1>', 'body{}']);
+      expect(await d.store.liveRelease(alice, docs)).toBeUndefined();
+      expect(await d.served(alice, docs)).toBeUndefined();
+    }));
+
+    it('lists releases oldest first, whatever order they came in', over(open, async (d) => {
+      await release(d, alice, docs, R2, ['two']);
+      await release(d, alice, docs, R1, ['one']);
+      expect(await d.store.releases(alice, docs)).toEqual([R1, R2]);
+    }));
+
+    it('activate points the live site at a release, and moves it on (a rollback, too)', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['one']);
+      await release(d, alice, docs, R2, ['two']);
+      await d.store.activate(alice, docs, R2);
+      expect(await d.store.liveRelease(alice, docs)).toBe(R2);
+      expect(await d.served(alice, docs)).toEqual(['two']);
+      await d.store.activate(alice, docs, R1);
+      expect(await d.store.liveRelease(alice, docs)).toBe(R1);
+      expect(await d.served(alice, docs)).toEqual(['one']);
+      expect(await d.store.releases(alice, docs)).toEqual([R1, R2]);
+    }));
+
+    it('removeRelease removes that release only, never a byte the live one serves, shared or not', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['shared', 'old']);
+      await release(d, alice, docs, R2, ['shared', 'new']);
+      await d.store.activate(alice, docs, R2);
+      await d.store.removeRelease(alice, docs, R1);
+      expect(await d.leftovers()).toEqual([]);
+      expect(await d.store.releases(alice, docs)).toEqual([R2]);
+      expect(await d.served(alice, docs, R1)).toBeUndefined();
+      expect(await d.store.liveRelease(alice, docs)).toBe(R2);
+      expect(await d.served(alice, docs)).toEqual(['shared', 'new']);
+      expect(await d.store.releaseBytes(alice, docs, R2)).toBe(9);
+    }));
+
+    it('releaseBytes is what the staging counted, and 0 for a release that is not there', over(open, async (d) => {
+      const staged = await release(d, alice, docs, R1, ['abc', '', 'defgh']);
+      expect(staged).toMatchObject({ files: 3, bytes: 8 });
+      expect(await d.store.releaseBytes(alice, docs, R1)).toBe(8);
+      expect(await d.store.releaseBytes(alice, docs, R2)).toBe(0);
+      expect(await d.store.releaseBytes(alice, blog, R1)).toBe(0);
+      await d.store.removeRelease(alice, docs, R1);
+      expect(await d.store.releaseBytes(alice, docs, R1)).toBe(0);
+    }));
+
+    it("projects: the user's projects with a release, sorted, and no one else's", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['d']);
+      await release(d, alice, blog, R1, ['b']);
+      await release(d, bob, 'site' as never, R1, ['s']);
+      expect(await d.store.projects(alice)).toEqual([blog, docs]);
+      expect(await d.store.projects(bob)).toEqual(['site']);
+      expect(await d.store.projects('carol' as never)).toEqual([]);
+    }));
+
+    it('removeProject takes its live link and every release, and leaves the other projects be', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['d1']);
+      await release(d, alice, docs, R2, ['d2']);
+      await d.store.activate(alice, docs, R2);
+      await release(d, alice, blog, R1, ['b1']);
+      await d.store.activate(alice, blog, R1);
+      await d.store.removeProject(alice, docs);
+      expect(await d.store.liveRelease(alice, docs)).toBeUndefined();
+      expect(await d.served(alice, docs)).toBeUndefined();
+      expect(await d.store.releases(alice, docs)).toEqual([]);
+      expect(await d.store.projects(alice)).toEqual([blog]);
+      expect(await d.served(alice, blog)).toEqual(['b1']);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it("removeUserFiles takes every project of the user, and no one else's", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['d']);
+      await d.store.activate(alice, docs, R1);
+      await release(d, alice, blog, R1, ['b']);
+      await release(d, bob, docs, R1, ['d']);
+      await d.store.activate(bob, docs, R1);
+      await d.store.removeUserFiles(alice);
+      expect(await d.store.projects(alice)).toEqual([]);
+      expect(await d.store.liveRelease(alice, docs)).toBeUndefined();
+      expect(await d.served(alice, docs)).toBeUndefined();
+      expect(await d.served(bob, docs)).toEqual(['d']);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('removeLeftovers never takes a release or a live link', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['one']);
+      await release(d, alice, docs, R2, ['two']);
+      await d.store.activate(alice, docs, R1);
+      expect(await d.store.removeLeftovers()).toEqual([]);
+      expect(await d.store.releases(alice, docs)).toEqual([R1, R2]);
+      expect(await d.served(alice, docs)).toEqual(['one']);
+    }));
+  });
+}

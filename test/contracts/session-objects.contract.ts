@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { ManifestRejected, ObjectsRejected } from '../../src/domain/errors.js';
+import type { Digest } from '../../src/domain/manifest.js';
+import { alice, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
+
+const S1 = '11111111111111111111111111111111';
+const S2 = '22222222222222222222222222222222';
+const sorted = (digests: readonly Digest[]): Digest[] => [...digests].sort();
+const digests = (...contents: string[]): Digest[] => sorted(contents.map(digestOf));
+
+/**
+ * What every SessionObjects must do for the incremental deploy: tell what a user's store
+ * lacks and nothing of another's, keep a session's uploads apart from the store until a
+ * release built from them is committed, and keep nothing of a refused batch.
+ */
+export function sessionObjectsContract(name: string, open: () => Promise<DeploysUnderTest>): void {
+  describe(`SessionObjects contract: ${name}`, () => {
+    it("a new user's store lacks everything", over(open, async (d) => {
+      expect(sorted(await d.objects.missing(alice, undefined, objectsOf('a', 'bb')))).toEqual(digests('a', 'bb'));
+    }));
+
+    it("a release's bytes join the store at its commit; a discarded one's never", over(open, async (d) => {
+      const staged = await d.staging.stage(alice, d.archive(['one', 'two']), LIMITS, going());
+      expect(sorted(await d.objects.missing(alice, undefined, objectsOf('one', 'two')))).toEqual(digests('one', 'two'));
+      await d.store.commit(staged, alice, docs, R1);
+      expect(await d.objects.missing(alice, undefined, objectsOf('one', 'two'))).toEqual([]);
+      await d.staging.discard(await d.staging.stage(alice, d.archive(['three']), LIMITS, going()));
+      expect(await d.objects.missing(alice, undefined, objectsOf('three'))).toEqual(digests('three'));
+    }));
+
+    it("one user's store never answers for another's", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['private']);
+      expect(await d.objects.missing(bob, undefined, objectsOf('private'))).toEqual(digests('private'));
+    }));
+
+    it('refuses a size the store contradicts as a lie: ManifestRejected', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['four']);
+      await expect(d.objects.missing(alice, undefined, new Map([[digestOf('four'), 5]]))).rejects.toBeInstanceOf(ManifestRejected);
+    }));
+
+    it('keeps a batch with its session, apart from the store and from other sessions', over(open, async (d) => {
+      const wanted = objectsOf('a', 'bb', 'ccc');
+      expect(await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a'], [digestOf('bb'), 'bb']]), wanted, going())).toBe(2);
+      expect(await d.objects.missing(alice, S1, wanted)).toEqual(digests('ccc'));
+      expect(sorted(await d.objects.missing(alice, undefined, wanted))).toEqual(digests('a', 'bb', 'ccc'));
+      expect(sorted(await d.objects.missing(alice, S2, wanted))).toEqual(digests('a', 'bb', 'ccc'));
+      expect(await d.objects.sessionsWithUploads()).toEqual([S1]);
+    }));
+
+    it("refuses a batch holding an object whose bytes are not its name, keeping none of the batch's", over(open, async (d) => {
+      const wanted = objectsOf('a', 'b');
+      const lying = d.batch([[digestOf('a'), 'a'], [digestOf('b'), 'c']]);
+      await expect(d.objects.receive(alice, S1, lying, wanted, going())).rejects.toBeInstanceOf(ObjectsRejected);
+      expect(sorted(await d.objects.missing(alice, S1, wanted))).toEqual(digests('a', 'b'));
+      expect(await d.objects.sessionsWithUploads()).toEqual([]);
+    }));
+
+    it('refuses an object the manifest does not list, or at another size, and an empty batch', over(open, async (d) => {
+      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('z'), 'z']]), objectsOf('a'), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), new Map([[digestOf('a'), 2]]), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, d.batch([]), objectsOf('a'), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      expect(await d.objects.sessionsWithUploads()).toEqual([]);
+    }));
+
+    it("removeUploads takes the session's uploads", over(open, async (d) => {
+      await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), objectsOf('a'), going());
+      await d.objects.removeUploads(S1);
+      expect(await d.objects.missing(alice, S1, objectsOf('a'))).toEqual(digests('a'));
+      expect(await d.objects.sessionsWithUploads()).toEqual([]);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('uploads a committed release was built from join the store, and stay once the session is gone', over(open, async (d) => {
+      await d.objects.receive(alice, S1, d.batch([[digestOf('sent'), 'sent']]), objectsOf('sent'), going());
+      const staged = await d.staging.assemble(alice, S1, manifestOf('sent'));
+      expect(await d.objects.missing(alice, undefined, objectsOf('sent'))).toEqual(digests('sent'));
+      await d.store.commit(staged, alice, docs, R1);
+      await d.objects.removeUploads(S1);
+      expect(await d.objects.missing(alice, undefined, objectsOf('sent'))).toEqual([]);
+    }));
+
+    it("removing a user's files removes their store", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['x']);
+      await d.store.removeUserFiles(alice);
+      expect(await d.objects.missing(alice, undefined, objectsOf('x'))).toEqual(digests('x'));
+    }));
+  });
+}

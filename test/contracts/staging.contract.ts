@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../src/domain/errors.js';
+import { EMPTY_DIGEST } from '../../src/domain/manifest.js';
+import { alice, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+
+const SESSION = '0123456789abcdef0123456789abcdef';
+
+async function* nothing(): AsyncGenerator<Uint8Array> {}
+
+/**
+ * What every Staging must do for the use cases: a staged release counts its files and
+ * bytes; a refused, empty, given-up or discarded one leaves nothing behind.
+ */
+export function stagingContract(name: string, open: () => Promise<DeploysUnderTest>): void {
+  describe(`Staging contract: ${name}`, () => {
+    it('stages an archive, counting its files and bytes', over(open, async (d) => {
+      const staged = await d.staging.stage(alice, d.archive(['hello', 'world!', '']), LIMITS, going());
+      expect(staged).toMatchObject({ files: 3, bytes: 11 });
+    }));
+
+    it('refuses an archive the policy refuses with ArchiveRejected, leaving nothing', over(open, async (d) => {
+      await expect(d.staging.stage(alice, d.refusedArchive(), LIMITS, going())).rejects.toBeInstanceOf(ArchiveRejected);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('refuses an empty upload with MissingArchive, leaving nothing', over(open, async (d) => {
+      await expect(d.staging.stage(alice, nothing(), LIMITS, going())).rejects.toBeInstanceOf(MissingArchive);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('gives up a stalled upload with DeployAborted as soon as the signal fires, leaving nothing', over(open, async (d) => {
+      const archive = d.archive(['never finished']);
+      async function* stalled(): AsyncGenerator<Uint8Array> {
+        yield* archive;
+        await new Promise(() => undefined);
+      }
+      const stop = new AbortController();
+      const staging = d.staging.stage(alice, stalled(), LIMITS, stop.signal);
+      setTimeout(() => stop.abort(), 50);
+      await expect(staging).rejects.toBeInstanceOf(DeployAborted);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('discard leaves nothing, and nothing of it is ever served', over(open, async (d) => {
+      const staged = await d.staging.stage(alice, d.archive(['gone']), LIMITS, going());
+      await d.staging.discard(staged);
+      expect(await d.leftovers()).toEqual([]);
+      expect(await d.store.projects(alice)).toEqual([]);
+    }));
+
+    it('removeLeftovers removes a staging area a crash left, and names it', over(open, async (d) => {
+      const staged = await d.staging.stage(alice, d.archive(['abandoned']), LIMITS, going());
+      expect(await d.staging.removeLeftovers()).toEqual([staged.handle]);
+      expect(await d.leftovers()).toEqual([]);
+      expect(await d.staging.removeLeftovers()).toEqual([]);
+    }));
+
+    it('keeps stagings at once apart: one committed, the other discarded', over(open, async (d) => {
+      const [kept, dropped] = await Promise.all([
+        d.staging.stage(alice, d.archive(['kept']), LIMITS, going()),
+        d.staging.stage(alice, d.archive(['dropped']), LIMITS, going()),
+      ]);
+      await d.store.commit(kept, alice, docs, R1);
+      await d.staging.discard(dropped);
+      expect(await d.served(alice, docs, R1)).toEqual(['kept']);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it("assembles a release from the user's store and the session's uploads, empty files made", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      expect(await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), objectsOf('sent'), going())).toBe(1);
+      const staged = await d.staging.assemble(alice, SESSION, manifestOf('stored', 'sent', ''));
+      expect(staged).toMatchObject({ files: 3, bytes: 10 });
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['stored', 'sent', '']);
+    }));
+
+    it('refuses to assemble with an object in neither, naming it: ObjectsMissing, leaving nothing', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      const assembling = d.staging.assemble(alice, SESSION, manifestOf('stored', 'absent'));
+      await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
+      await expect(assembling).rejects.toMatchObject({ digests: [digestOf('absent')] });
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it("never assembles from another user's store", over(open, async (d) => {
+      await release(d, bob, docs, R1, ['bob only']);
+      await expect(d.staging.assemble(alice, SESSION, manifestOf('bob only'))).rejects.toBeInstanceOf(ObjectsMissing);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('assembles a site of empty files from nothing stored', over(open, async (d) => {
+      const staged = await d.staging.assemble(alice, SESSION, [{ path: pathOf(0), size: 0, digest: EMPTY_DIGEST }]);
+      expect(staged).toMatchObject({ files: 1, bytes: 0 });
+    }));
+  });
+}

@@ -1,0 +1,49 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
+import { DeploysTree } from '../../src/adapters/fs/deploys-tree.js';
+import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
+import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
+import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
+import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
+import { SilentLogger } from '../../src/adapters/log/logger.js';
+
+export interface RealDeploys {
+  readonly root: string;
+  readonly docsRoot: string;
+  readonly deploysRoot: string;
+  readonly staging: NodeStaging;
+  readonly store: NodeReleaseStore;
+  readonly objects: NodeSessionObjects;
+  /** Waits for the background deletions; returns any that failed. */
+  settle(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** The real file-system adapters, composed as the container composes them, and their threads over a fresh temp directory. */
+export async function realDeploys(prefix: string): Promise<RealDeploys> {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  const threads = new FsThreads();
+  const docsRoot = join(root, 'docs');
+  const deploysRoot = join(root, 'deploys');
+  const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, threads);
+  const extractor = new ArchiveExtractor(threads);
+  const deploys = {
+    root,
+    docsRoot,
+    deploysRoot,
+    staging: new NodeStaging(tree, extractor, new SilentLogger()),
+    store: new NodeReleaseStore(tree, threads),
+    objects: new NodeSessionObjects(tree, extractor, threads),
+    settle: () => tree.settle(),
+    async close() {
+      await tree.settle();
+      await threads.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  await deploys.staging.removeLeftovers();
+  await deploys.store.removeLeftovers();
+  return deploys;
+}
