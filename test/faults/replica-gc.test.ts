@@ -5,13 +5,14 @@ import { createUserAt, deployTo } from '../support/child-service.js';
 import { PG_URL } from '../support/postgres.js';
 import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
 import { until } from '../support/slow-upload.js';
-import { digestsOf, liveReleaseOf, missingObjects, overlappingReleases, overlappingSite, siteArchive, storeCollected, storeOf } from '../support/store.js';
+import { digestsOf, liveReleaseOf, missingObjects, overlappingArchive, overlappingReleases, storeCollected, storeOf } from '../support/store.js';
 
 const KEEP = 2;
 const PROJECTS = ['one', 'two', 'three'];
 const ROUNDS = 4;
 const FILES = 150;
 const SHIFT = 40;
+const VERSIONS = 12;
 
 /**
  * Two replicas (processes) sharing DEPLOYS_ROOT, DOCS_ROOT and a PostgreSQL database,
@@ -23,6 +24,7 @@ describe.skipIf(!PG_URL)('garbage collection on two replicas sharing one store',
   let pair: ReplicaPair;
 
   beforeAll(async () => {
+    for (let version = 0; version < VERSIONS; version += 1) overlappingArchive(version, FILES, SHIFT);
     pair = await startReplicaPair({ RELEASES_KEEP: String(KEEP) });
   });
   afterAll(() => pair.close());
@@ -36,8 +38,8 @@ describe.skipIf(!PG_URL)('garbage collection on two replicas sharing one store',
       const results = await Promise.all(
         PROJECTS.flatMap((project, p) =>
           [0, 1].map((i) => {
-            version = (version + 5) % 12;
-            return deployTo((round + p + i) % 2 === 0 ? a.url : b.url, token, project, siteArchive(overlappingSite(version, FILES, SHIFT)));
+            version = (version + 5) % VERSIONS;
+            return deployTo((round + p + i) % 2 === 0 ? a.url : b.url, token, project, overlappingArchive(version, FILES, SHIFT));
           }),
         ),
       );

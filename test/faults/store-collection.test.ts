@@ -8,6 +8,7 @@ import {
   liveReleaseOf,
   missingObjects,
   objectPath,
+  overlappingArchive,
   overlappingReleases,
   overlappingSite,
   sha256,
@@ -76,9 +77,10 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
     const store = storeOf(deploys, 'crash');
     // RELEASES_KEEP=1: every deploy prunes the one before, whose objects it half shares.
     const env = { RELEASES_KEEP: '1' };
+    const first = overlappingArchive(0, FILES, SHIFT);
     let child = await service(dataDir, env);
     const token = await createUserAt(child.url, ADMIN, 'crash');
-    expect((await deployTo(child.url, token, 'site', siteArchive(overlappingSite(0, FILES, SHIFT)))).status).toBe(200);
+    expect((await deployTo(child.url, token, 'site', first)).status).toBe(200);
     // Where a kill lands cannot be told for certain from outside, so the invariants are
     // checked whichever phase it hit: a fixed time after a deploy is sent (its upload,
     // unpacking), as soon as the store gains an object (the commit's adoption of the
@@ -92,7 +94,7 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
     ];
     const phases: string[] = [];
     for (const [i, kill] of kills.entries()) {
-      const archive = siteArchive(overlappingSite(i + 1, FILES, SHIFT));
+      const archive = overlappingArchive(i + 1, FILES, SHIFT);
       const objectsBefore = countEntries(store);
       const sent = Date.now();
       const answer = deployTo(child.url, token, 'site', archive).catch(() => undefined);

@@ -11,7 +11,7 @@ import {
   overlappingSite,
   releaseDifferences,
   sha256,
-  siteArchive,
+  overlappingArchive,
   storeCollected,
   storeObjects,
   storeOf,
@@ -27,6 +27,8 @@ const FILES = 150;
 /** Versions one apart share all but SHIFT of their bodies. */
 const SHIFT = 40;
 const VERSIONS = 12;
+/** The version of the late deploy, whose bytes no other version shares. */
+const LATE = 100;
 
 /**
  * Garbage collection racing deploys and rollbacks, in one process, through the HTTP API.
@@ -48,6 +50,8 @@ describe('garbage collection racing deploys and rollbacks (real server, real dir
   const store = () => storeOf(h.deploysRoot, 'racer');
 
   beforeAll(async () => {
+    for (let version = 0; version < VERSIONS; version += 1) overlappingArchive(version, FILES, SHIFT);
+    overlappingArchive(LATE, 400, 400);
     h = await startHarness({ RELEASES_KEEP: String(KEEP), DEPLOYS_MAX_CONCURRENT: '4' });
     token = await h.createUser('racer');
   });
@@ -56,10 +60,9 @@ describe('garbage collection racing deploys and rollbacks (real server, real dir
   });
 
   async function deploy(project: string, version: number): Promise<void> {
-    const site = overlappingSite(version, FILES, SHIFT);
-    const r = await h.deploy(token, project, siteArchive(site));
+    const r = await h.deploy(token, project, overlappingArchive(version, FILES, SHIFT));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    sources.set(`${project}/${r.body.release as string}`, site);
+    sources.set(`${project}/${r.body.release as string}`, overlappingSite(version, FILES, SHIFT));
   }
 
   async function rollback(project: string): Promise<void> {
@@ -105,8 +108,8 @@ describe('garbage collection racing deploys and rollbacks (real server, real dir
   it('a deploy that listed the store before a collection took objects it links later writes those files anew: none is missing', async () => {
     // The writer lists the store at a deploy's first file; an object collected after that
     // makes its link(2) fail with ENOENT, and the file must then be written, not skipped.
-    const old = overlappingSite(100, 400, 400);
-    const archive = siteArchive(old);
+    const old = overlappingSite(LATE, 400, 400);
+    const archive = overlappingArchive(LATE, 400, 400);
     const first = await h.deploy(token, 'delta', archive);
     expect(first.status).toBe(200);
     sources.set(`delta/${first.body.release as string}`, old);

@@ -133,6 +133,24 @@ export function overlappingSite(version: number, files: number, shift: number): 
   return site;
 }
 
+const archives = new Map<string, Buffer>();
+
+/**
+ * `siteArchive(overlappingSite(...))`, built once per process. Tests build theirs before
+ * their first request: seconds of synchronous building between two requests, on a busy
+ * machine, can outlast the server's keep-alive, and the next request then meets a
+ * connection the server is closing (ECONNRESET, EPIPE).
+ */
+export function overlappingArchive(version: number, files: number, shift: number): Buffer {
+  const key = `${version}/${files}/${shift}`;
+  let archive = archives.get(key);
+  if (!archive) {
+    archive = siteArchive(overlappingSite(version, files, shift));
+    archives.set(key, archive);
+  }
+  return archive;
+}
+
 /** The release a live link names, by its directory's name. */
 export const liveReleaseOf = async (link: string): Promise<string> => basename(await readlink(link));
 
