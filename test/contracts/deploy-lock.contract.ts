@@ -37,26 +37,32 @@ export function deployLockContract(name: string, open: () => Promise<{ a: Deploy
     }));
 
     it('runs different projects side by side', withLocks(async (a, b) => {
-      let inside = 0;
-      let most = 0;
-      const job = (lock: DeployLock, name: string) => lock.withProject(u, p(name), async () => {
-        inside += 1;
-        most = Math.max(most, inside);
-        await tick(40);
-        inside -= 1;
+      // Each holds its project's lock until the other holds its own: were they one lock,
+      // this never ends. (Overlapping 40 ms sleeps missed each other on a loaded machine.)
+      const inside = [0, 1].map(() => {
+        let enter!: () => void;
+        return { entered: new Promise<void>((r) => (enter = r)), enter };
       });
-      await Promise.all([job(a, 'one'), job(b, 'two')]);
-      expect(most).toBe(2);
+      const job = (lock: DeployLock, name: string, me: number) => lock.withProject(u, p(name), async () => {
+        inside[me]!.enter();
+        await inside[1 - me]!.entered;
+      });
+      await Promise.all([job(a, 'one', 0), job(b, 'two', 1)]);
     }));
 
     it('a user-wide job excludes that user\'s projects', withLocks(async (a, b) => {
       const log: string[] = [];
+      let holding!: () => void;
+      const held = new Promise<void>((r) => (holding = r));
       const project = a.withProject(u, p('site'), async () => {
         log.push('deploy start');
+        holding();
         await tick(40);
         log.push('deploy end');
       });
-      await tick(10);
+      // Once the project's lock is held, not after a fixed 10 ms, which a loaded machine
+      // could take to grant it.
+      await held;
       const wipe = b.withUser(u, async () => {
         log.push('wipe');
       });
