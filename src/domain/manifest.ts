@@ -81,18 +81,6 @@ function parseFile(entry: unknown, index: number): { path: string; size: number;
   return { path, size, digest };
 }
 
-/** The objects of `manifest` that `have` lacks, each once, and their bytes. */
-export function missingObjects(manifest: Manifest, have: (digest: Digest) => boolean): { digests: Digest[]; bytes: number } {
-  const digests: Digest[] = [];
-  let bytes = 0;
-  for (const [digest, size] of manifest.objects) {
-    if (have(digest)) continue;
-    digests.push(digest);
-    bytes += size;
-  }
-  return { digests, bytes };
-}
-
 /**
  * A batch of objects is a tar archive with stricter rules: every entry a file at its
  * root, named by a digest the session asked for, of the manifest's size for it. Checked

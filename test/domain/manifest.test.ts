@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
-import { assertExpectedObject, assertObjectBytes, EMPTY_DIGEST, manifestOf, missingObjects, parseManifest, type Digest } from '../../src/domain/manifest.js';
+import { assertExpectedObject, assertObjectBytes, EMPTY_DIGEST, manifestOf, parseManifest, type Digest } from '../../src/domain/manifest.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 
 const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
@@ -37,20 +37,6 @@ describe('a manifest', () => {
   it('refuses a count over MAX_FILES before looking at any entry', () => {
     const many = Array.from({ length: 1001 }, () => null);
     expect(() => parseManifest(many, limits)).toThrow(/more than 1000 files and directories/);
-  });
-});
-
-describe('missing objects', () => {
-  it('are those not had, each once, with their bytes', () => {
-    const manifest = parseManifest(
-      [
-        { path: 'a', size: 1, digest: sha256('a') },
-        { path: 'b', size: 1, digest: sha256('a') },
-        { path: 'c', size: 2, digest: sha256('cc') },
-      ],
-      limits,
-    );
-    expect(missingObjects(manifest, (d) => d === sha256('cc'))).toEqual({ digests: [sha256('a')], bytes: 1 });
   });
 });
 
