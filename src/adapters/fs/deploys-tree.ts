@@ -8,6 +8,9 @@ import type { Username } from '../../domain/username.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
 import { TrashCollector } from './trash-collector.js';
 
+/** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
+const SESSION_ID = /^[0-9a-f]{32}$/;
+
 export interface ReleaseRoots {
   /** Live symlinks: <docsRoot>/<user>/<project>. */
   readonly docsRoot: string;
@@ -85,13 +88,13 @@ export class DeploysTree {
 
   /** A session id is the service's own (hex), never a client's path. */
   uploadsDir(session: string): string {
-    if (!/^[0-9a-f]{32}$/.test(session)) throw new Error(`not a session id: ${session}`);
+    if (!SESSION_ID.test(session)) throw new Error(`not a session id: ${session}`);
     return join(this.sessionsRoot, session);
   }
 
   async sessionsWithUploads(): Promise<string[]> {
     await this.prepare();
-    return (await readdir(this.sessionsRoot)).filter((name) => /^[0-9a-f]{32}$/.test(name));
+    return (await readdir(this.sessionsRoot)).filter((name) => SESSION_ID.test(name));
   }
 
   /** The new objects of the staging area `dir`. */
