@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
+import { BULK_THREAD_NICE } from '../../src/adapters/fs/thread-priority.js';
 import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -133,6 +134,38 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect(await releaseVersion(again, 50)).toBe('after');
     await threads.remove(dir);
     await expect(lstat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+/** Each thread of this process: its kernel id and its nice value (field 19 of its stat line). */
+async function threadNices(): Promise<Map<number, number>> {
+  const nices = new Map<number, number>();
+  for (const tid of await readdir('/proc/self/task')) {
+    try {
+      // The name, in parentheses, may hold spaces: the fields are counted after it.
+      const stat = await readFile(`/proc/self/task/${tid}/stat`, 'utf8');
+      nices.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // A thread that ended while we read the list.
+    }
+  }
+  return nices;
+}
+
+describe('FsThreads: the bulk threads yield the cores to the event loop', () => {
+  it.runIf(process.platform === 'linux')('runs the unpack and the writer thread at nice 10, and leaves the main thread as it was', async () => {
+    const before = await threadNices();
+    const threads = new FsThreads();
+    try {
+      threads.warmUp();
+      // Each thread lowers itself once its script has loaded.
+      const lowered = async () => [...(await threadNices())].filter(([tid, nice]) => !before.has(tid) && nice === BULK_THREAD_NICE).length;
+      await expect.poll(lowered, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+      expect((await threadNices()).get(process.pid)).toBe(before.get(process.pid));
+      expect(BULK_THREAD_NICE).toBe(10);
+    } finally {
+      await threads.close();
+    }
   });
 });
 

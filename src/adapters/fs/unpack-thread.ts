@@ -32,6 +32,7 @@ import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
 import type { ExpectedObjects, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
+import { lowerThisThreadsPriority } from './thread-priority.js';
 
 /** Batches of operations a job has sent the writer and not yet seen carried out. */
 const WRITER_WINDOW = 4;
@@ -89,6 +90,7 @@ function checkPax(pax: PaxWithKeys | undefined, global: boolean, rawPath: string
 
 if (!parentPort) throw new Error('the unpack thread must run as a worker thread');
 const main = parentPort;
+lowerThisThreadsPriority();
 const toMain = (message: FromUnpacker, transfer?: ArrayBuffer[]): void => main.postMessage(message, transfer);
 const writer = (workerData as ThreadData).peer;
 const toWriter = (message: ToWriter, transfer?: ArrayBuffer[]): void => writer.postMessage(message, transfer);

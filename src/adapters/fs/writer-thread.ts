@@ -14,6 +14,7 @@ import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/arch
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
 import { ObjectAdoption, ObjectCollection, ObjectProbe } from './store-objects.js';
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
+import { lowerThisThreadsPriority } from './thread-priority.js';
 import { TreeRemoval } from './tree-removal.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
@@ -25,6 +26,7 @@ const PROBE_STEP = 4096;
 
 if (!parentPort) throw new Error('the writer must run as a worker thread');
 const main = parentPort;
+lowerThisThreadsPriority();
 const unpacker = (workerData as ThreadData).peer;
 const toUnpacker = (message: FromWriter, transfer?: ArrayBuffer[]): void => unpacker.postMessage(message, transfer);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
