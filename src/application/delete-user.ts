@@ -3,6 +3,7 @@ import { UserNotFound } from '../domain/errors.js';
 import { Username } from '../domain/username.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
@@ -10,9 +11,12 @@ import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user and its deploy keys; with files 'delete' also its live links, previews and releases. The user lock
- * waits for the user's running deploys to publish, and those still waiting find the
- * user gone, so no deploy writes into a tree that is being removed.
+ * Deletes a user, its deploy keys and its open deploy sessions; with files 'delete' also
+ * its live links, previews and releases. The user lock waits for the user's running
+ * deploys to publish, and those still waiting find the user gone, so no deploy writes
+ * into a tree that is being removed. Sessions go because they are found by user name:
+ * a user created again under that name must not inherit a session, or its uploads (the
+ * sweep removes uploads whose session is gone).
  */
 @injectable()
 export class DeleteUser {
@@ -22,6 +26,7 @@ export class DeleteUser {
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
   ) {}
 
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
@@ -30,6 +35,7 @@ export class DeleteUser {
       // Keys first: should removing the user then fail, no key outlives it.
       await this.keys.removeUser(user);
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
+      await this.sessions.removeUser(user);
       if (input.files === 'delete') {
         await this.previews.removeUser(user);
         await this.releases.removeUserFiles(user);

@@ -4,6 +4,7 @@ import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/applicat
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
+import type { DeploySession, DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
@@ -260,6 +261,44 @@ export class InMemoryDeployRecords implements DeployRecords {
 
   async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
     return this.entries.filter((e) => e.user === user && e.project === project).sort((a, b) => b.release.localeCompare(a.release));
+  }
+}
+
+/** Deploy sessions in a map: the unit tests' stand-in for the database (contract: test/contracts/deploy-sessions.test.ts). */
+export class InMemoryDeploySessions implements DeploySessions {
+  readonly sessions = new Map<string, DeploySession>();
+
+  async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
+    const live = [...this.sessions.values()].filter((s) => s.user === session.user && s.expiresAt > now).length;
+    if (live >= max) return undefined;
+    const id = randomUUID().replaceAll('-', '');
+    this.sessions.set(id, { id, ...session, files: [...session.files] });
+    return id;
+  }
+
+  async find(id: string): Promise<DeploySession | undefined> {
+    return this.sessions.get(id);
+  }
+
+  async extend(id: string, expiresAt: Date): Promise<void> {
+    const session = this.sessions.get(id);
+    if (session) this.sessions.set(id, { ...session, expiresAt });
+  }
+
+  async close(id: string): Promise<boolean> {
+    return this.sessions.delete(id);
+  }
+
+  async expired(now: Date): Promise<string[]> {
+    return [...this.sessions.values()].filter((s) => s.expiresAt <= now).map((s) => s.id);
+  }
+
+  async stillOpen(ids: readonly string[]): Promise<Set<string>> {
+    return new Set(ids.filter((id) => this.sessions.has(id)));
+  }
+
+  async removeUser(user: Username): Promise<void> {
+    for (const [id, session] of this.sessions) if (session.user === user) this.sessions.delete(id);
   }
 }
 

@@ -7,20 +7,22 @@ import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/er
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();
   const disk = new InMemoryDeploys();
   const releases = disk.store;
   const lock = new InProcessDeployLock();
+  const sessions = new InMemoryDeploySessions();
   return {
+    sessions,
     tokens,
     releases,
     disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks()),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions),
     authenticate: new AuthenticateUser(tokens),
   };
 }
@@ -103,6 +105,17 @@ describe('DeleteUser', () => {
     await w.remove.execute({ username: 'alice', files: 'delete' });
     expect(w.disk.live.size).toBe(0);
     expect(w.disk.tree.size).toBe(0);
+  });
+
+  it("closes the user's open deploy sessions, whichever files mode, and no one else's", async () => {
+    for (const files of ['persist', 'delete'] as const) {
+      const w = await withSite();
+      const session = { project: 'docs' as ProjectName, preview: undefined, files: [], createdAt: new Date(0), expiresAt: new Date(8.64e15) };
+      const mine = (await w.sessions.open({ user: 'alice' as Username, ...session }, 8, new Date()))!;
+      const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, 8, new Date()))!;
+      await w.remove.execute({ username: 'alice', files });
+      expect(await w.sessions.stillOpen([mine, theirs])).toEqual(new Set([theirs]));
+    }
   });
 
   it('an unknown user is UserNotFound and nothing changes', async () => {

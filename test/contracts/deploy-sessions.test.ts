@@ -5,6 +5,7 @@ import type { Digest } from '../../src/domain/manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Username } from '../../src/domain/username.js';
+import { InMemoryDeploySessions } from '../application/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { PG_URL } from '../support/postgres.js';
 
@@ -22,10 +23,7 @@ const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
   ...over,
 });
 
-/**
- * What every DeploySessions must do. No fake stands in for it (the use cases are tested
- * through the real service), so the contract runs on the two real databases.
- */
+/** What every DeploySessions must do: the two real databases and the unit tests' fake. */
 function deploySessionsContract(name: string, open: () => Promise<{ sessions: DeploySessions; close(): Promise<void> }>): void {
   describe(`DeploySessions contract: ${name}`, () => {
     const withSessions = (test: (sessions: DeploySessions) => Promise<void>) => async () => {
@@ -70,6 +68,8 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
     }));
   });
 }
+
+deploySessionsContract('in-memory fake', async () => ({ sessions: new InMemoryDeploySessions(), close: async () => {} }));
 
 deploySessionsContract('sqlite file', async () => {
   const { db, close } = await sqliteDatabase();

@@ -364,6 +364,25 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
     });
 
+    it('a user deleted and created again under the same name finds none of the old sessions', async () => {
+      const first = await h.createUser('reborn');
+      const s = site('old owner', 5);
+      const opened = await open({ project: 'site', files: manifest(s) }, first);
+      const id = opened.body.id as string;
+      expect((await upload(id, objects(s, opened.body.missing as string[]), first)).status).toBe(200);
+      expect((await h.call('DELETE', '/api/v1/auth', { token: ADMIN_TOKEN, json: { username: 'reborn', files: 'persist' } })).status).toBe(200);
+      const again = await h.createUser('reborn');
+      for (const [method, path] of [
+        ['GET', `/api/v1/deploys/${id}`],
+        ['POST', `/api/v1/deploys/${id}/publish`],
+      ] as const) {
+        const reply = await h.call(method, path, { token: again });
+        expect(reply.status, `${method} ${path}`).toBe(404);
+        expect(reply.body.error).toBe('deploy session not found');
+      }
+      expect(await live('reborn', 'site')).toBeUndefined();
+    });
+
     it('a deploy key deploys its own project incrementally and nothing else', async () => {
       const made = await h.call('POST', '/api/v1/projects/docs/keys', { token, json: { name: 'ci', scope: 'deploy' } });
       expect(made.status).toBe(200);
