@@ -50,7 +50,31 @@ describe('the manifest of a real folder', () => {
     expect(await measureSiteFolder(site)).toBe(2 * big.length + 13 + 9);
   });
 
-  it('hashes many files a few at a time and keeps their order', async () => {
+  it('reads a file of several pieces, and one of exactly a piece, whole', async () => {
+    const MiB = 1024 * 1024;
+    const bytes = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + (i >> 12)) % 256));
+    const root = await folder('pieces', { 'index.html': 'x', 'long.bin': bytes(2 * MiB + 7), 'one.bin': bytes(MiB), 'one-less.bin': bytes(MiB - 1) });
+    for (const file of await hashSiteFolder(await readSiteFolder(root))) {
+      const read = await readFile(join(root, file.path));
+      expect({ size: file.size, digest: file.digest }, file.path).toEqual({ size: read.length, digest: createHash('sha256').update(read).digest('hex') });
+    }
+  });
+
+  it('hashes a large site on several threads, in order, exactly as on one; a refusal on a thread is the same refusal', async () => {
+    const many = Object.fromEntries(Array.from({ length: 2100 }, (_, i) => [`d${i % 7}/${String(i).padStart(4, '0')}.txt`, i % 500 === 3 ? Buffer.alloc(1_500_000 + i, i) : `file ${i}`]));
+    const root = await folder('threaded', many);
+    const site = await readSiteFolder(root);
+    let heard = 0;
+    const threaded = await hashSiteFolder(site, () => (heard += 1), 2);
+    expect(heard).toBe(2100);
+    expect(threaded).toEqual(await hashSiteFolder(site, undefined, 1));
+    expect(threaded[1000]).toEqual({ path: site.files[1000], size: (await readFile(join(root, site.files[1000]!))).length, digest: createHash('sha256').update(await readFile(join(root, site.files[1000]!))).digest('hex') });
+    await rm(join(root, 'd6/2099.txt'));
+    execFileSync('mkfifo', [join(root, 'd6/2099.txt')]);
+    await expect(hashSiteFolder(site, undefined, 2)).rejects.toThrow(new UsageError('d6/2099.txt is not a regular file or directory'));
+  });
+
+  it('hashes many files and keeps their order', async () => {
     const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p/${String(i).padStart(3, '0')}.txt`, `file ${i}`]));
     const files = await hashSiteFolder(await readSiteFolder(await folder('many', many)));
     expect(files.map((f) => f.path)).toEqual(Object.keys(many).sort());
@@ -78,5 +102,9 @@ describe('the manifest of a real folder', () => {
     await rm(join(root, 'secret.txt'));
     await symlink('/etc/passwd', join(root, 'secret.txt'));
     await expect(hashSiteFolder(site)).rejects.toThrow(new UsageError('secret.txt is a symbolic link: the server refuses links, replace it with the file it points to'));
+    // A named pipe is refused too, at once: opening one to read would wait for a writer that never comes.
+    await rm(join(root, 'secret.txt'));
+    execFileSync('mkfifo', [join(root, 'secret.txt')]);
+    await expect(hashSiteFolder(site)).rejects.toThrow(new UsageError('secret.txt is not a regular file or directory'));
   });
 });

@@ -1,4 +1,4 @@
-import { close, constants, createReadStream, fstat, open, read } from 'node:fs';
+import { close, closeSync, constants, createReadStream, fstat, fstatSync, open, openSync, read, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { UsageError } from './usage-error.js';
@@ -39,5 +39,40 @@ export async function* fileChunks(root: string, path: string, limit = Infinity):
     yield* createReadStream('', { fd, autoClose: false, start: 0, end }) as AsyncIterable<Buffer>;
   } finally {
     await closeFile(fd);
+  }
+}
+
+/** O_NONBLOCK as well: a FIFO swapped in for a file since the walk must be refused, not waited on at open. */
+const READ_NEW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Calls `take` with the bytes of the regular file `root/path`, in order, synchronously:
+ * one call for a small file, chunks of at most `buffer`'s length for a larger one. Each
+ * chunk is a view of `buffer`, overwritten by the next. Returns the bytes read: a file
+ * that changes meanwhile is described as read. Synchronous on purpose: over thousands of
+ * small files, four thread-pool round trips per file (open, fstat, read, close) cost three
+ * times the reading (measured: 40,000 files, 2.6-3.4 s against 0.9-1.1 s).
+ */
+export function readFileSyncInto(root: string, path: string, buffer: Buffer, take: (chunk: Buffer) => void): number {
+  let fd: number;
+  try {
+    fd = openSync(join(root, path), READ_NEW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw linkRefused(path);
+    throw code === 'ENOENT' ? new Error(`${path} was removed while it was being deployed: deploy again`) : error;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw notRegular(path);
+    let total = 0;
+    for (;;) {
+      const read = readSync(fd, buffer, 0, buffer.length, total);
+      if (read > 0) take(buffer.subarray(0, read));
+      total += read;
+      // A short read of a regular file is its end: no second call to hear 0.
+      if (read < buffer.length) return total;
+    }
+  } finally {
+    closeSync(fd);
   }
 }

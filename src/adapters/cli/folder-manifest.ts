@@ -1,15 +1,11 @@
-import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileChunks, linkRefused, notRegular } from './file-chunks.js';
+import { linkRefused, notRegular } from './file-chunks.js';
+import { hashFile, hashOnThreads, hashThreadCount, type ManifestFile } from './hash-threads.js';
 import { UsageError } from './usage-error.js';
 
-/** One file of a site as the protocol's manifest lists it: where, how big, SHA-256 of its bytes. */
-export interface ManifestFile {
-  readonly path: string;
-  readonly size: number;
-  readonly digest: string;
-}
+export type { ManifestFile } from './hash-threads.js';
 
 export interface SiteFolder {
   readonly root: string;
@@ -20,7 +16,7 @@ export interface SiteFolder {
   readonly warnings: string[];
 }
 
-/** Files hashed or measured at once: enough to keep a disk and a core busy, few enough to bound open files and buffers. */
+/** Files measured at once: enough to keep a disk busy, few enough to bound open files. */
 const CONCURRENCY = 12;
 
 /**
@@ -32,17 +28,18 @@ export async function readSiteFolder(root: string): Promise<SiteFolder> {
   const top = (await readdir(root)).sort();
   if (top.length === 0) throw new UsageError(`${root} is empty: there is nothing to deploy`);
   const files: string[] = [];
-  const walk = async (relative: string): Promise<void> => {
-    const entries = await readdir(join(root, relative), { withFileTypes: true });
+  // Synchronous, as the hashing is: a directory listing is one quick call, and nothing else runs meanwhile.
+  const walk = (relative: string): void => {
+    const entries = readdirSync(join(root, relative), { withFileTypes: true });
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
       if (entry.isSymbolicLink()) throw linkRefused(path);
-      if (entry.isDirectory()) await walk(path);
+      if (entry.isDirectory()) walk(path);
       else if (entry.isFile()) files.push(path);
       else throw notRegular(path);
     }
   };
-  await walk('');
+  walk('');
   const warnings = top.includes('index.html') ? [] : [`${root} has no index.html at its root: the site's address will show no page`];
   return { root, files, top, warnings };
 }
@@ -61,24 +58,32 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
   return results;
 }
 
-/** Size and SHA-256 of one file, from the bytes actually read: a file that changes while it is read is described as read. */
-async function hashFile(root: string, path: string): Promise<ManifestFile> {
-  const hash = createHash('sha256');
-  let size = 0;
-  for await (const chunk of fileChunks(root, path)) {
-    hash.update(chunk);
-    size += chunk.length;
-  }
-  return { path, size, digest: hash.digest('hex') };
-}
+/** How long hashing on the main thread holds the event loop before letting progress and Ctrl-C through. */
+const SLICE_MS = 20;
+/** Below this many files, starting threads (about 50 ms each here) costs more than it saves. */
+const THREADED_FROM = 2000;
 
-/** Every file of the folder hashed, a few at a time; `onHashed` hears each one as it finishes. */
-export function hashSiteFolder(folder: SiteFolder, onHashed: (file: ManifestFile) => void = () => undefined): Promise<ManifestFile[]> {
-  return pooled(folder.files, CONCURRENCY, async (path) => {
-    const file = await hashFile(folder.root, path);
+/**
+ * Size and SHA-256 of every file of the folder, in the folder's order; `onHashed` hears
+ * each one as it finishes. A large site is hashed on several threads at once; a small one
+ * on this thread, in slices of a few milliseconds. Files are read synchronously
+ * (file-chunks.ts says why).
+ */
+export async function hashSiteFolder(folder: SiteFolder, onHashed: (file: ManifestFile) => void = () => undefined, threads = hashThreadCount()): Promise<ManifestFile[]> {
+  if (folder.files.length >= THREADED_FROM && threads > 1) return hashOnThreads(folder.root, folder.files, threads, onHashed);
+  const buffer = Buffer.allocUnsafe(1024 * 1024);
+  const results: ManifestFile[] = [];
+  let sliceStart = performance.now();
+  for (const path of folder.files) {
+    const file = hashFile(folder.root, path, buffer);
+    results.push(file);
     onHashed(file);
-    return file;
-  });
+    if (performance.now() - sliceStart > SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+  return results;
 }
 
 /** The bytes of every file, for a deploy that sends them all and so never hashes them. */

@@ -9,6 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { ApiClient, ServerError, type Json } from './api-client.js';
 import { deploy, Interrupted, type DeployOptions } from './deploy-command.js';
+import { isHashThread } from './hash-threads.js';
 import { err, megabytes, out } from './output.js';
 import { UsageError } from './usage-error.js';
 
@@ -212,4 +213,5 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await run(process.argv);
+// The one-file bundle is also the script of its hash threads (hash-threads.ts), which must not run the CLI.
+if (!isHashThread) process.exitCode = await run(process.argv);

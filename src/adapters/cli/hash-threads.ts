@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { readFileSyncInto } from './file-chunks.js';
+import { UsageError } from './usage-error.js';
+
+/** One file of a site as the protocol's manifest lists it: where, how big, SHA-256 of its bytes. */
+export interface ManifestFile {
+  readonly path: string;
+  readonly size: number;
+  readonly digest: string;
+}
+
+/** A file is read in pieces of this: one read for nearly every page of a site. */
+const CHUNK_BYTES = 1024 * 1024;
+/** Paths a thread is given at a time: enough to make a message's cost nothing, few enough to share the work out evenly. */
+const BATCH = 256;
+/** Marks a worker started to hash, in this module's own script or in the one-file bundle that holds it. */
+const ROLE = 'sitedrop-hash-thread';
+
+/**
+ * Size and SHA-256 of `root/path`, from the bytes actually read: a file that changes
+ * while it is read is described as read. `buffer` is the caller's, reused file to file.
+ */
+export function hashFile(root: string, path: string, buffer: Buffer): ManifestFile {
+  const hash = createHash('sha256');
+  const size = readFileSyncInto(root, path, buffer, (chunk) => hash.update(chunk));
+  return { path, size, digest: hash.digest('hex') };
+}
+
+type Answer = { readonly files: ManifestFile[] } | { readonly usage: string } | { readonly failure: string };
+
+// A hash thread: answers each batch of paths with their sizes and digests, or the first
+// refusal. The CLI's refusals (a link, a pipe) stay refusals on the other side.
+if (!isMainThread && (workerData as { role?: unknown } | null)?.role === ROLE && parentPort) {
+  const port = parentPort;
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  port.on('message', ({ root, paths }: { root: string; paths: string[] }) => {
+    let answer: Answer;
+    try {
+      answer = { files: paths.map((path) => hashFile(root, path, buffer)) };
+    } catch (error) {
+      answer = error instanceof UsageError ? { usage: error.message } : { failure: (error as Error).message };
+    }
+    port.postMessage(answer);
+  });
+}
+
+/** True in a worker started by `hashOnThreads`: the CLI's entry must not run there. */
+export const isHashThread = !isMainThread && (workerData as { role?: unknown } | null)?.role === ROLE;
+
+/**
+ * This module as a script a Worker can run: itself once compiled, or, inside the one-file
+ * bundle, the bundle (import.meta.url is the bundle's). Under vitest it is the .ts
+ * source, so the compiled one that `npm test` builds first is used.
+ */
+function script(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith('.ts')) return here;
+  const built = here.replace(/([\\/])src([\\/])adapters([\\/])cli([\\/])hash-threads\.ts$/, '$1dist$2adapters$3cli$4hash-threads.js');
+  if (existsSync(built)) return built;
+  throw new Error(`hash-threads.js not found at ${built}: run npm run build`);
+}
+
+/** Threads to hash on: every core but none beyond four, where a disk rather than a core is what waits. */
+export function hashThreadCount(): number {
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
+
+/**
+ * Every file hashed on `threads` worker threads at once, each taking the next batch of
+ * paths as it finishes one; the results keep `paths`' order. The first refusal ends all
+ * the threads and rejects.
+ */
+export async function hashOnThreads(root: string, paths: readonly string[], threads: number, onHashed: (file: ManifestFile) => void): Promise<ManifestFile[]> {
+  const results = new Array<ManifestFile>(paths.length);
+  const workers = Array.from({ length: Math.min(threads, Math.ceil(paths.length / BATCH)) }, () => new Worker(script(), { workerData: { role: ROLE } }));
+  let next = 0;
+  const drive = (worker: Worker): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const send = (): void => {
+        if (next >= paths.length) return resolve();
+        const start = next;
+        next += BATCH;
+        worker.once('message', (answer: Answer) => {
+          if ('usage' in answer) return reject(new UsageError(answer.usage));
+          if ('failure' in answer) return reject(new Error(answer.failure));
+          answer.files.forEach((file, i) => {
+            results[start + i] = file;
+            onHashed(file);
+          });
+          send();
+        });
+        worker.postMessage({ root, paths: paths.slice(start, start + BATCH) });
+      };
+      worker.once('error', reject);
+      // A thread that ends before its last answer would leave this waiting for ever.
+      worker.once('exit', (code) => reject(new Error(`a hashing thread stopped (exit code ${code})`)));
+      send();
+    });
+  try {
+    await Promise.all(workers.map(drive));
+    return results;
+  } finally {
+    await Promise.all(workers.map((worker) => worker.terminate()));
+  }
+}
