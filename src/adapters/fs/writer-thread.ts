@@ -39,13 +39,14 @@ class Target {
   private openPath = '';
   failed = false;
   /**
-   * Object names known to be in the store (listed once, at the first file) and those
-   * this job has added beside its staging area. Asking link(2) instead would make a
-   * failed call, and a thrown error, for every new file; a name that is stale (the
-   * store changed meanwhile) only costs a link that fails or a copy not shared.
+   * Objects the store holds (listed once, at the first file) and those this job has
+   * added beside its staging area, as hints: asking link(2) for every file instead would
+   * make a failed call, and a thrown error, for every new one. A hint that is wrong (the
+   * store changed meanwhile, or two digests share their first 30 bits) only costs a link
+   * that fails or a copy not shared; nothing here trusts a hint further.
    */
-  private stored: Set<string> | undefined;
-  private readonly added = new Set<string>();
+  private stored: ObjectHints | undefined;
+  private readonly added = new ObjectHints();
   private spares = 0;
   /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
   readonly missing: string[] = [];
@@ -129,11 +130,11 @@ class Target {
   private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
     // Empty files share nothing worth a link: each is an inode, as tar makes it.
     const name = bytes.length > 0 ? objectName(digest) : undefined;
-    if (name !== undefined && this.linkShared(name, path)) return;
+    if (name !== undefined && this.linkShared(name, digest, path)) return;
     this.create(path);
     writeFully(this.openFd!, bytes);
     this.close();
-    if (name !== undefined) this.keepAsNew(path, name);
+    if (name !== undefined) this.keepAsNew(path, name, digest);
   }
 
   /**
@@ -148,11 +149,11 @@ class Target {
     this.close();
     const name = objectName(digest);
     const spare = this.spare();
-    if (this.linkShared(name, spare)) {
+    if (this.linkShared(name, digest, spare)) {
       renameSync(spare, path);
       return;
     }
-    this.keepAsNew(path, name);
+    this.keepAsNew(path, name, digest);
   }
 
   /**
@@ -161,45 +162,44 @@ class Target {
    */
   private linkObject(path: string, digest: Uint8Array): void {
     const name = objectName(digest);
-    if (this.added.has(name) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
+    if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
     if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
     const uploads = this.objects.uploads;
     if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
-      this.keepAsNew(path, name);
+      this.keepAsNew(path, name, digest);
       return;
     }
     this.missing.push(name.replace('/', ''));
   }
 
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
-  private keepAsNew(path: string, name: string): void {
+  private keepAsNew(path: string, name: string, digest: Uint8Array): void {
     const object = `${this.objects.fresh}/${name}`;
-    if (this.added.has(name)) {
-      // This job's object of the same bytes has all the links the filesystem allows
-      // (EMLINK; ext4: 65,000): the copy just written takes its place, so the files
-      // after it share the copy. rename(2) keeps the name from ever being missing.
-      const spare = this.spare();
-      linkSync(path, spare);
-      renameSync(spare, object);
-      return;
-    }
     try {
       linkSync(path, object);
     } catch (error) {
-      // EEXIST: the same bytes are already kept (uploaded twice to one session).
-      if (errorCode(error) === 'EEXIST') return;
+      if (errorCode(error) === 'EEXIST') {
+        // This job's object of the same bytes could not be linked again: it has all the
+        // links the filesystem allows (EMLINK; ext4: 65,000). The copy just written takes
+        // its place, so the files after it share the copy; rename(2) keeps the name from
+        // ever being missing. (The same bytes are the same object, whichever copy it is.)
+        const spare = this.spare();
+        linkSync(path, spare);
+        renameSync(spare, object);
+        return;
+      }
       if (errorCode(error) !== 'ENOENT') throw error;
       mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
       linkSync(path, object);
     }
-    this.added.add(name);
+    this.added.add(digest);
   }
 
   /** Links the object `name` as `path`, from this job's new objects or the store, if either has it. */
-  private linkShared(name: string, path: string): boolean {
-    if (this.added.has(name)) return linkIfThere(`${this.objects.fresh}/${name}`, path);
+  private linkShared(name: string, digest: Uint8Array, path: string): boolean {
+    if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
     this.stored ??= listStore(this.objects.store);
-    return this.stored.has(name) && linkIfThere(`${this.objects.store}/${name}`, path);
+    return this.stored.has(digest) && linkIfThere(`${this.objects.store}/${name}`, path);
   }
 
   /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
@@ -218,21 +218,47 @@ function objectName(digest: Uint8Array): string {
   return `${hex.slice(0, 1)}/${hex.slice(1)}`;
 }
 
-/** Every object name in a store (`<shard>/<rest>`); none if it does not exist yet. */
-function listStore(store: string): Set<string> {
-  const names = new Set<string>();
+/**
+ * Which objects there may be, by the first 30 bits of each digest: a small integer per
+ * object. A set of the names themselves took some 110 bytes per object of the writer's
+ * heap (40,000 objects: 4-5 MiB, and as much again for a first deploy's new ones), kept
+ * at its high-water mark in the process's memory after the deploy (docs/performance.md).
+ * 30 bits keep every key a small integer; a miss is certain, a hit only likely.
+ */
+class ObjectHints {
+  private readonly keys = new Set<number>();
+
+  add(digest: Uint8Array): void {
+    this.keys.add(hintOf(digest));
+  }
+
+  has(digest: Uint8Array): boolean {
+    return this.keys.has(hintOf(digest));
+  }
+
+  addName(name: string): void {
+    // `<shard>/<rest>`: the first eight hex digits, less their last two bits.
+    this.keys.add(Number.parseInt(name.slice(0, 1) + name.slice(2, 9), 16) >>> 2);
+  }
+}
+
+const hintOf = (digest: Uint8Array): number => ((digest[0]! << 22) | (digest[1]! << 14) | (digest[2]! << 6) | (digest[3]! >>> 2)) >>> 0;
+
+/** Every object of a store, as hints; none if it does not exist yet. */
+function listStore(store: string): ObjectHints {
+  const hints = new ObjectHints();
   let shards: string[];
   try {
     shards = readdirSync(store);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return names;
+    if (errorCode(error) === 'ENOENT') return hints;
     throw error;
   }
   for (const shard of shards) {
     if (shard.length !== 1) continue;
-    for (const rest of readdirSync(`${store}/${shard}`)) names.add(`${shard}/${rest}`);
+    for (const rest of readdirSync(`${store}/${shard}`)) hints.addName(`${shard}/${rest}`);
   }
-  return names;
+  return hints;
 }
 
 /** Links `object` as `path`; false if there is no such object, or it has all the links it may. */
