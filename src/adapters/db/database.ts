@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { migrateToLatest } from './migrations.js';
 import { redactUrl } from './redact-url.js';
 import type { Schema } from './schema.js';
@@ -28,9 +29,16 @@ function openSqlite(url: string): Kysely<Schema> {
   return new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
 }
 
+/**
+ * pg is loaded only when a PostgreSQL URL asks for it: it is 2.8 MiB of the main thread's
+ * heap, which a service on SQLite (the default) would carry for nothing, and the service
+ * is held to 128 MiB (docs/performance.md). CommonJS, so it loads synchronously.
+ */
+const requirePg = (): typeof pg => createRequire(import.meta.url)('pg') as typeof pg;
+
 /** A pg pool that reports a dead server on the next query instead of crashing the process. */
 export function postgresPool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  const pool = new (requirePg().Pool)({ connectionString: url, max, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
   // An idle client whose server went away emits 'error' here; unheard, it would crash the
   // process. The next query on the pool fails and is answered with the spec's 500.
   pool.on('error', () => undefined);

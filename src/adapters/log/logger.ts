@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type pretty from 'pino-pretty';
 import type { ServiceIdentifier } from 'inversify';
 
 /** Structured log lines. Callers never pass tokens or Authorization headers. */
@@ -15,12 +16,15 @@ export const LOGGER = Symbol.for('sitedrop.Logger') as ServiceIdentifier<Logger>
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** pino-pretty (1 MiB of heap) is loaded only when LOG_FORMAT=pretty asks for it; CommonJS, so synchronously. */
+const requirePretty = (): typeof pretty => createRequire(import.meta.url)('pino-pretty') as typeof pretty;
+
 /** pino: JSON lines on stdout, or readable lines with LOG_FORMAT=pretty. */
 export class PinoLogger implements Logger {
   private readonly log: Pino;
 
   constructor(options: { level: LogLevel; format: 'json' | 'pretty'; destination?: DestinationStream }) {
-    const destination = options.destination ?? (options.format === 'pretty' ? pretty({ sync: true, colorize: false }) : pino.destination({ dest: 1, sync: false }));
+    const destination = options.destination ?? (options.format === 'pretty' ? requirePretty()({ sync: true, colorize: false }) : pino.destination({ dest: 1, sync: false }));
     this.log = pino(
       {
         level: options.level,
