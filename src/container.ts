@@ -52,6 +52,7 @@ import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js'
 import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/archive-extractor.js';
 import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
+import { trimHeap } from './adapters/fs/heap-trim.js';
 import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
 import { NodeStaging } from './adapters/fs/node-staging.js';
@@ -68,7 +69,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DEPLOY_RECORDS).to(KyselyDeployRecords).inSingletonScope();
   c.bind(DEPLOY_KEY_STORE).to(KyselyDeployKeyStore).inSingletonScope();
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
-  const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles) });
+  const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles), whenIdle: trimHeap });
   c.bind(FS_THREADS).toConstantValue(threads);
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.

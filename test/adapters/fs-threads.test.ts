@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
 import { BULK_THREAD_NICE } from '../../src/adapters/fs/thread-priority.js';
+import { trimHeap } from '../../src/adapters/fs/heap-trim.js';
 import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -166,6 +169,40 @@ describe('FsThreads: the bulk threads yield the cores to the event loop', () => 
     } finally {
       await threads.close();
     }
+  });
+});
+
+describe('FsThreads: memory handed back once the deploys are over', () => {
+  it('calls whenIdle once, idleMs after the last of several jobs ends, and not while one is open or soon begins', async () => {
+    const calls: number[] = [];
+    const threads = new FsThreads({ whenIdle: async () => void calls.push(Date.now()), idleMs: 150 });
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      const a = threads.openJob(() => undefined);
+      const b = threads.openJob(() => undefined);
+      a.close();
+      await wait(300);
+      expect(calls).toEqual([]); // b is still open
+      b.close();
+      // A job begun within idleMs puts it off again.
+      await wait(50);
+      const c = threads.openJob(() => undefined);
+      await wait(300);
+      expect(calls).toEqual([]);
+      const ended = Date.now();
+      c.close();
+      c.close(); // closing twice is one end
+      await wait(400);
+      expect(calls.length).toBe(1);
+      expect(calls[0]! - ended).toBeGreaterThanOrEqual(140);
+    } finally {
+      await threads.close();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('the addon npm ci builds hands freed memory back (glibc malloc_trim)', async () => {
+    expect(existsSync(fileURLToPath(new URL('../../build/Release/heap_trim.node', import.meta.url)))).toBe(true);
+    expect(typeof (await trimHeap())).toBe('boolean');
   });
 });
 

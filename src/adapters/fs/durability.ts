@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { mkdir, open } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
+import { loadAddon } from './native-addon.js';
 
 const run = promisify(execFile);
 
@@ -13,17 +13,7 @@ export async function syncFilesystemBySpawn(path: string): Promise<void> {
 
 type Binding = { syncfs(path: string): Promise<void> };
 
-/** The addon `npm ci` builds (binding.gyp, native/syncfs.c); undefined if it was not built. */
-function loadBinding(): Binding | undefined {
-  try {
-    // src/adapters/fs and dist/adapters/fs are both three levels below the project root.
-    return createRequire(import.meta.url)('../../../build/Release/syncfs.node') as Binding;
-  } catch {
-    return undefined;
-  }
-}
-
-const binding = loadBinding();
+const binding = loadAddon<Binding>('syncfs');
 
 /** How this process flushes a release, for the start-up log. */
 export const syncfsMethod: 'native' | 'sync -f' = binding ? 'native' : 'sync -f';

@@ -38,6 +38,12 @@ export interface FsThreadsOptions {
    */
   readonly unpackHeapMb?: number;
   readonly start?: StartThread;
+  /**
+   * Called once no deploy has used the threads for `idleMs`: returns the memory their
+   * jobs freed to the system (heap-trim.ts), so the next deploy's peak does not stack on it.
+   */
+  readonly whenIdle?: () => Promise<unknown>;
+  readonly idleMs?: number;
 }
 
 /**
@@ -73,10 +79,15 @@ export class FsThreads {
   private closed = false;
   private readonly start: StartThread;
   private readonly unpackHeap: number;
+  private readonly whenIdle: (() => Promise<unknown>) | undefined;
+  private readonly idleMs: number;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(options: FsThreadsOptions = {}) {
     this.start = options.start ?? ((path, workerOptions) => new Worker(path, workerOptions));
     this.unpackHeap = options.unpackHeapMb ?? 256;
+    this.whenIdle = options.whenIdle;
+    this.idleMs = options.idleMs ?? 1000;
   }
 
   /** Starts the threads now, so the first deploy does not wait for them. */
@@ -88,14 +99,30 @@ export class FsThreads {
     const threads = this.running();
     const id = this.nextId++;
     this.jobs.set(id, onMessage);
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     return {
       id,
       post: (message, transfer) => {
         // A job whose threads have stopped has already been told; there is no one to post to.
         if (this.threads === threads) threads.unpacker.postMessage(message, transfer);
       },
-      close: () => this.jobs.delete(id),
+      close: () => {
+        if (this.jobs.delete(id) && this.jobs.size === 0) this.idleSoon();
+      },
     };
+  }
+
+  /** Once the last job has ended and no other has begun for `idleMs`, calls `whenIdle`. */
+  private idleSoon(): void {
+    if (!this.whenIdle || this.closed) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.jobs.size === 0) this.whenIdle?.().catch(() => undefined);
+    }, this.idleMs);
+    // A service with nothing else to do may stop meanwhile.
+    this.idleTimer.unref();
   }
 
   /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
@@ -136,6 +163,7 @@ export class FsThreads {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.idleTimer);
     const threads = this.threads;
     if (!threads) return;
     this.stopped(threads, new Error('the file-system threads were closed'));
