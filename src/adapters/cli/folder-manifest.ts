@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { linkRefused, notRegular } from './file-chunks.js';
-import { hashFile, hashOnThreads, hashThreadCount, type ManifestFile } from './hash-threads.js';
+import { CHUNK_BYTES, hashFile, hashOnThreads, hashThreadCount, type ManifestFile } from './hash-threads.js';
 import { UsageError } from './usage-error.js';
 
 export type { ManifestFile } from './hash-threads.js';
@@ -71,7 +71,7 @@ const THREADED_FROM = 2000;
  */
 export async function hashSiteFolder(folder: SiteFolder, onHashed: (file: ManifestFile) => void = () => undefined, threads = hashThreadCount()): Promise<ManifestFile[]> {
   if (folder.files.length >= THREADED_FROM && threads > 1) return hashOnThreads(folder.root, folder.files, threads, onHashed);
-  const buffer = Buffer.allocUnsafe(1024 * 1024);
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   const results: ManifestFile[] = [];
   let sliceStart = performance.now();
   for (const path of folder.files) {

@@ -14,7 +14,7 @@ export interface ManifestFile {
 }
 
 /** A file is read in pieces of this: one read for nearly every page of a site. */
-const CHUNK_BYTES = 1024 * 1024;
+export const CHUNK_BYTES = 1024 * 1024;
 /** Paths a thread is given at a time: enough to make a message's cost nothing, few enough to share the work out evenly. */
 const BATCH = 256;
 /** Marks a worker started to hash, in this module's own script or in the one-file bundle that holds it. */
