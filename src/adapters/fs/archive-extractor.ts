@@ -173,6 +173,7 @@ class Extraction {
   close(): void {
     this.signal.removeEventListener('abort', this.wake);
     this.job.close();
+    this.window.release(this.batch);
   }
 
   /** Into a buffer of the window's own, which can be transferred, not cloned. */

@@ -101,6 +101,11 @@ export class OpBatcher {
     this.length = 0;
   }
 
+  /** The buffer being filled, if nothing is in it: a job that has ended sends no more. */
+  unused(): Uint8Array | undefined {
+    return this.length === 0 ? this.batch : undefined;
+  }
+
   private pathOp(op: number, path: string): void {
     // A UTF-8 path takes at most 3 bytes per UTF-16 unit; the policy caps it at 1024 bytes.
     if (BATCH_BYTES - this.length < 3 + path.length * 3) this.flush();

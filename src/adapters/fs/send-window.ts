@@ -1,4 +1,26 @@
 /**
+ * Buffers that came back, shared by every window of the thread (each thread has its own
+ * copy of this module), so a deploy fills the buffers the one before it used. Kept per
+ * window: once its job ended they were garbage that only a full collection frees, and
+ * three deploys' worth (about 2.5 MiB a hop each) was part of the peak of deploys at once.
+ */
+const spares = new Map<number, Uint8Array[]>();
+/** More than two deploys' windows at once are rare: beyond this a buffer is left to the collector. */
+export const SPARES_KEPT = 16;
+
+const sparesOf = (bytes: number): Uint8Array[] => {
+  let list = spares.get(bytes);
+  if (!list) spares.set(bytes, (list = []));
+  return list;
+};
+
+function keep(buffer: Uint8Array): void {
+  const list = sparesOf(buffer.byteLength);
+  // Kept twice, one buffer would be filled by two deploys at once.
+  if (list.length < SPARES_KEPT && !list.some((spare) => spare.buffer === buffer.buffer)) list.push(buffer);
+}
+
+/**
  * The one flow control of the unpack path, used by both of its hops (upload → unpack
  * thread, unpack thread → writer thread). The sender fills a buffer, transfers it with
  * its message, and the receiver's acknowledgement brings the same buffer back to be
@@ -7,7 +29,6 @@
  * fast its input arrives, and nothing is copied into a new buffer per message.
  */
 export class SendWindow {
-  private readonly spare: Uint8Array[] = [];
   private unanswered = 0;
   private waiting: (() => void)[] = [];
 
@@ -18,7 +39,12 @@ export class SendWindow {
 
   /** A buffer to fill: one that came back, or a new one. */
   buffer(): Uint8Array {
-    return this.spare.pop() ?? new Uint8Array(this.bufferBytes);
+    return sparesOf(this.bufferBytes).pop() ?? new Uint8Array(this.bufferBytes);
+  }
+
+  /** A buffer of this window's that will not be sent after all: the next job fills it. */
+  release(buffer: Uint8Array): void {
+    if (buffer.buffer.byteLength === this.bufferBytes) keep(new Uint8Array(buffer.buffer));
   }
 
   /** Counts a message just sent with one of this window's buffers. */
@@ -29,7 +55,7 @@ export class SendWindow {
   /** The receiver is done with a message; its buffer can be filled again. */
   answered(buffer: ArrayBufferLike): void {
     this.unanswered -= 1;
-    if (buffer.byteLength === this.bufferBytes) this.spare.push(new Uint8Array(buffer));
+    if (buffer.byteLength === this.bufferBytes) keep(new Uint8Array(buffer));
     for (const wake of this.waiting.splice(0)) wake();
   }
 
