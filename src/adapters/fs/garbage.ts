@@ -1,4 +1,5 @@
 import { isMainThread } from 'node:worker_threads';
+import { spareBytes } from './send-window.js';
 
 type Collect = (options?: { type: 'minor' | 'major' }) => void;
 
@@ -10,9 +11,11 @@ const collect = (globalThis as { gc?: Collect }).gc;
  * one. A buffer that outlives two minor collections (one waiting in the inflate queue
  * while a 40,000-file archive's per-entry objects trigger a scavenge every ~350 KB) is
  * promoted, and only a full collection frees it: V8 started one only once ~38 MiB of
- * them had piled up in the worker, and the docs site peaked at 130-145 MiB RSS.
+ * them had piled up in the worker, and the docs site peaked at 130-145 MiB RSS. At
+ * 12 MiB, heaptrack found 10.7 MiB of such buffers live at the peak of three deploys at
+ * once (two unpacking); at 8, three at once peaked at 126.6 MiB RSS against 128.7.
  */
-const HELD_LIMIT = 12 * 1024 * 1024;
+const HELD_LIMIT = 8 * 1024 * 1024;
 
 /**
  * Collects the young generation after every `everyBytes` of buffers a thread has let go of.
@@ -35,6 +38,6 @@ export class YoungGarbage {
     this.sinceCollected = 0;
     collect({ type: 'minor' });
     // gc({ type: 'major' }) frees no buffers in Node 20: only the full gc() does.
-    if (!isMainThread && process.memoryUsage().arrayBuffers > HELD_LIMIT) collect();
+    if (!isMainThread && process.memoryUsage().arrayBuffers - spareBytes() > HELD_LIMIT) collect();
   }
 }

@@ -8,6 +8,13 @@ const spares = new Map<number, Uint8Array[]>();
 /** More than two deploys' windows at once are rare: beyond this a buffer is left to the collector. */
 export const SPARES_KEPT = 16;
 
+/** Bytes the thread keeps for its next deploys: live on purpose, not garbage to collect. */
+export function spareBytes(): number {
+  let bytes = 0;
+  for (const [size, list] of spares) bytes += size * list.length;
+  return bytes;
+}
+
 const sparesOf = (bytes: number): Uint8Array[] => {
   let list = spares.get(bytes);
   if (!list) spares.set(bytes, (list = []));
