@@ -70,6 +70,51 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
   return { files: parsed, objects, bytes: ledger.bytes };
 }
 
+/**
+ * A manifest relative to `base` (the files of a release the server has): `files` the
+ * entries added or changed, `removed` the paths gone, as the client sent them. A removed
+ * path the base lacks, a path both changed and removed, and a path listed twice are
+ * refused: each is a client whose idea of the base is wrong. The site that results is
+ * then checked whole, exactly as a full manifest is.
+ */
+export function applyManifestDifference(base: readonly ManifestFile[], files: unknown, removed: unknown, limits: ArchiveLimits): Manifest {
+  if (!Array.isArray(files)) throw new ManifestRejected('files must be an array of {path, size, digest}');
+  if (!Array.isArray(removed)) throw new ManifestRejected('removed must be an array of paths');
+  // Before any entry is walked: a difference longer than any site it could make is refused.
+  if (files.length > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
+  if (removed.length > base.length) throw new ManifestRejected('removed lists more paths than the base release has');
+  const site = new Map(base.map((file) => [file.path, file]));
+  const gone = new Set<string>();
+  for (const [index, raw] of removed.entries()) {
+    if (typeof raw !== 'string') throw new ManifestRejected(`removed[${index}] is not a string`);
+    const path = differencePath(raw);
+    if (gone.has(path)) throw new ManifestRejected(`path removed twice: ${shownName(raw)}`);
+    if (!site.delete(path)) throw new ManifestRejected(`removed path is not in the base release: ${shownName(raw)}`);
+    gone.add(path);
+  }
+  const changed = new Set<string>();
+  for (const [index, entry] of files.entries()) {
+    const file = parseFile(entry, index);
+    const path = differencePath(file.path);
+    if (gone.has(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(file.path)}`);
+    if (changed.has(path)) throw new ManifestRejected(`duplicate path: ${shownName(file.path)}`);
+    changed.add(path);
+    // Map order: a changed file keeps its place, an added one comes last.
+    site.set(path, { path, size: file.size, digest: file.digest });
+  }
+  return parseManifest([...site.values()], limits);
+}
+
+/** A path of a difference as the base's are written; the path rules' refusals in a manifest's words. */
+function differencePath(raw: string): string {
+  try {
+    return normaliseEntryPath(raw);
+  } catch (error) {
+    if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason);
+    throw error;
+  }
+}
+
 function parseFile(entry: unknown, index: number): { path: string; size: number; digest: Digest } {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ManifestRejected(`files[${index}] is not an object`);
   const { path, size, digest } = entry as Record<string, unknown>;
