@@ -1,5 +1,6 @@
 import { ArchiveLedger, normaliseEntryPath, shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
 import { ArchiveRejected, ManifestRejected } from './errors.js';
+import { ReleaseId } from './release-id.js';
 
 /**
  * What an incremental deploy says its site holds, before any byte of it is sent: each
@@ -68,6 +69,21 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
   }
   if (parsed.length === 0) throw new ManifestRejected('site contains no files');
   return { files: parsed, objects, bytes: ledger.bytes };
+}
+
+/** The release a manifest is relative to, and the digest (manifest-digest.ts) of its files as the client believes them. */
+export interface ManifestBase {
+  readonly release: ReleaseId;
+  readonly digest: Digest;
+}
+
+/** A base as the client sent it (parsed JSON of any shape). */
+export function parseManifestBase(base: unknown): ManifestBase {
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) throw new ManifestRejected('base must be an object {release, digest}');
+  const { release, digest } = base as Record<string, unknown>;
+  if (typeof release !== 'string' || !ReleaseId.isReleaseId(release)) throw new ManifestRejected('base.release must be a release id (YYYYMMDDTHHMMSS)');
+  if (!isDigest(digest)) throw new ManifestRejected('base.digest must be 64 lowercase hex digits (SHA-256)');
+  return { release, digest };
 }
 
 /**

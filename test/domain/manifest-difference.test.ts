@@ -92,3 +92,9 @@ describe('a manifest relative to a base', () => {
     expect(() => applyManifestDifference(base, Array.from({ length: 7 }, () => null), [], { maxFiles: 6, maxBytes: 100 })).toThrow(/^more than 6 files and directories$/);
   });
 });
+
+describe("the canonical digest's example in docs/openapi.yaml", () => {
+  it('is what manifestDigest computes', () => {
+    expect(manifestDigest([entry('b.html', 'abc'), entry('a.txt', '')])).toBe('e80d5582034d589874ed0ec65bb1b67541ef57c7f7556089e29922345292d7cc');
+  });
+});
