@@ -7,6 +7,8 @@ const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).
 const OBJECT_REST = /^[0-9a-f]{63}$/;
 /** Bytes of a file hashed per read, in the rare case its digest must come from its bytes. */
 const READ_BYTES = 1024 * 1024;
+/** Bytes hashed that cost a step as much as an lstat: a step of hashing stays as short as one of walking. */
+const BYTES_PER_UNIT = 64 * 1024;
 
 /** The release is not there (never was, or it went while it was walked). */
 class ReleaseGone extends Error {}
@@ -24,8 +26,8 @@ interface Found {
  * objects are named by their digests, so a file's digest is the name of the object with
  * its inode. The walk lists the release (lstat each file), then the store until every
  * inode is named, then hashes the few files no object names (an EMLINK copy, or a file
- * whose object was replaced by such a copy). A few hundred entries per step, like tree
- * removal, on the writer thread, between the batches of the deploys it is writing.
+ * whose object was replaced by such a copy). A few thousand lstats per step, as a probe
+ * of the store, on the writer thread, between the batches of the deploys it is writing.
  *
  * The manifest is only ever compared with a client's digest of it before use, so a walk
  * racing another replica can cost a relative deploy its base, never a wrong release.
@@ -53,10 +55,11 @@ export class ReleaseManifestWalk {
   /** Does up to `budget` syscalls' worth of work; true once the manifest is known. */
   step(budget: number): boolean {
     try {
-      for (let left = budget; left > 0 && this.phase !== 'done'; left -= 1) {
+      for (let left = budget; left > 0 && this.phase !== 'done'; ) {
         if (this.phase === 'release') this.walkRelease();
         else if (this.phase === 'store') this.walkStore();
-        else this.hashUnnamed();
+        else left -= this.hashUnnamed();
+        left -= 1;
       }
     } catch (error) {
       if (!(error instanceof ReleaseGone)) throw error;
@@ -117,7 +120,8 @@ export class ReleaseManifestWalk {
     if (this.unnamed.size === 0) this.phase = 'hash';
   }
 
-  private hashUnnamed(): void {
+  /** Names the next file by its bytes if nothing else did; returns the step units the reading cost beyond one. */
+  private hashUnnamed(): number {
     const found = this.files[this.hashing++];
     if (found === undefined) {
       // A release moved away while it was walked (pruned, its project deleted) is gone,
@@ -126,9 +130,11 @@ export class ReleaseManifestWalk {
       if (now.ino !== this.identity!.ino || now.dev !== this.identity!.dev) throw new ReleaseGone();
       this.manifest = this.files.map(({ path, size, digest }) => ({ path, size, digest: digest! }) as ManifestFile);
       this.phase = 'done';
-      return;
+      return 0;
     }
-    if (found.digest === undefined) found.digest = releaseRead(() => digestOf(join(this.release, found.path)));
+    if (found.digest !== undefined) return 0;
+    found.digest = releaseRead(() => digestOf(join(this.release, found.path)));
+    return Math.floor(found.size / BYTES_PER_UNIT);
   }
 
   private releaseIdentity(): BigIntStats {
