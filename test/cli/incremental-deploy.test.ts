@@ -315,6 +315,29 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(bodyOf(manifestRequests(next)[0]!).base).toMatchObject({ release: JSON.parse(r.stdout).release });
     });
 
+    it('against a server that takes the changes for the whole site (one before relative manifests), deletes that session and sends the whole manifest', async () => {
+      const root = await site('older-base', files);
+      await deployed([root, '--project', 'older-base']);
+      await writeFile(join(root, 'index.html'), 'older server');
+      let answered = false;
+      proxy.hook = (req, res) => {
+        if (req.url !== '/api/v1/deploys' || answered) return 'forward';
+        // What such a server answers: a session of the one file it was sent.
+        answered = true;
+        const session = { status: 'ok', id: 'f'.repeat(32), project: 'older-base', expiresAt: new Date().toISOString(), files: 1, bytes: 12, missing: [], missingBytes: 0 };
+        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(session));
+        return 'answered';
+      };
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'older-base', '--json']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('the server took the changes for the whole site (it predates relative manifests): sending the whole manifest\n');
+      expect(since(mark).map((e) => `${e.method} ${e.path}`).slice(0, 3)).toEqual(['POST /api/v1/deploys', `DELETE /api/v1/deploys/${'f'.repeat(32)}`, 'POST /api/v1/deploys']);
+      expect(bodyOf(manifestRequests(mark)[0]!).base).toBeDefined();
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(await live('older-base')).toEqual(await contents(root));
+    });
+
     it('ignores a corrupt or unreadable cache with a notice, deploys, and caches afresh', async () => {
       const root = await site('corrupt', files);
       await deployed([root, '--project', 'corrupt']);
