@@ -125,7 +125,11 @@ async function shapeRun(work, name) {
   try {
     const token = await createUser(service.url, 'cli');
     const tarToken = await createUser(service.url, 'tar');
-    const cli = (args) => timed(process.execPath, [opts.cli, 'deploy', fixture.site, '--project', name, '--server', proxy.url, '--json', ...args], { SITEDROP_TOKEN: token });
+    // The CLI keeps the manifest it published here, so each redeploy sends only what changed
+    // since the last (a relative manifest), as it does run after run on one machine or a CI
+    // that keeps the directory.
+    const cacheDir = join(root, 'cli-cache');
+    const cli = (args) => timed(process.execPath, [opts.cli, 'deploy', fixture.site, '--project', name, '--server', proxy.url, '--json', ...args], { SITEDROP_TOKEN: token, SITEDROP_CACHE_DIR: cacheDir });
     const tarball = () => {
       execFileSync('tar', ['-czf', fixture.archive, '-C', fixture.site, '.']);
       return statSync(fixture.archive).size;

@@ -1,15 +1,18 @@
 import { inject, injectable } from 'inversify';
 import { sessionExpiry } from '../domain/deploy-session.js';
-import { TooManyDeploySessions } from '../domain/errors.js';
-import { parseManifest } from '../domain/manifest.js';
+import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
+import { applyManifestDifference, parseManifest, parseManifestBase, type Manifest } from '../domain/manifest.js';
+import { manifestDigest } from '../domain/manifest-digest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
+import type { ArchiveLimits } from '../domain/archive-policy.js';
 import type { Username } from '../domain/username.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
 import { PublishRelease } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 
 export interface OpenSessionInput {
@@ -17,20 +20,27 @@ export interface OpenSessionInput {
   readonly token: string;
   readonly project: string;
   readonly preview: string | undefined;
-  /** The manifest's files as the client sent them, unchecked. */
+  /** The manifest's files as the client sent them, unchecked: the whole site, or with `base` the entries added or changed. */
   readonly files: unknown;
+  /** Absent, `files` is the whole site; else the release (and its manifest's digest) `files` and `removed` change. */
+  readonly base?: unknown;
+  /** With `base`: the paths of the base's files the site no longer has. */
+  readonly removed?: unknown;
 }
 
 /**
  * The first step of an incremental deploy: the manifest is checked whole (every rule an
  * archive's entries obey), kept as a session, and answered with the objects the user's
- * store lacks. Nothing of the site changes until the session is published.
+ * store lacks. Nothing of the site changes until the session is published. A manifest
+ * relative to a release of the project is made whole first, from that release's files
+ * as they are on disk, and only if they are the files the client says they are.
  */
 @injectable()
 export class OpenDeploySession {
   constructor(
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(PublishRelease) private readonly publisher: PublishRelease,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
@@ -40,7 +50,7 @@ export class OpenDeploySession {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await this.publisher.assertStillAuthorised(input.user, input.token, project, preview);
-    const manifest = parseManifest(input.files, this.settings.archiveLimits);
+    const manifest = await this.wholeManifest(input, project, this.settings.archiveLimits);
     const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const session = { user: input.user, project, preview, files: manifest.files, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
@@ -50,5 +60,18 @@ export class OpenDeploySession {
     const id = await this.sessions.open(session, maxPerUser, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
     return stateOf({ id, ...session }, manifest, missing);
+  }
+
+  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<Manifest> {
+    if (input.base === undefined) {
+      if (input.removed !== undefined) throw new ManifestRejected('removed needs a base');
+      return parseManifest(input.files, limits);
+    }
+    const base = parseManifestBase(input.base);
+    // Only this user's own release of this project: the store is per user, the release
+    // directory per project, so another's release is simply not found.
+    const files = await this.releases.releaseManifest(input.user, project, base.release);
+    if (files === undefined || manifestDigest(files) !== base.digest) throw new BaseReleaseChanged();
+    return applyManifestDifference(files, input.files, input.removed ?? [], limits);
   }
 }

@@ -195,3 +195,15 @@ export class TooManyDeploySessions extends DomainError {
     super(`the user has ${max} deploy sessions open, the most it may have`);
   }
 }
+
+/**
+ * A manifest relative to a release the server cannot start from: the release is gone,
+ * is not one of this project's, or its files are not those the client's digest names.
+ * All three are one answer, so no one learns which releases another user or project has.
+ */
+export class BaseReleaseChanged extends DomainError {
+  readonly code = 'base_release_changed';
+  constructor() {
+    super('base release not found or changed');
+  }
+}

@@ -1,5 +1,6 @@
 import { ArchiveLedger, normaliseEntryPath, shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
 import { ArchiveRejected, ManifestRejected } from './errors.js';
+import { ReleaseId } from './release-id.js';
 
 /**
  * What an incremental deploy says its site holds, before any byte of it is sent: each
@@ -68,6 +69,66 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
   }
   if (parsed.length === 0) throw new ManifestRejected('site contains no files');
   return { files: parsed, objects, bytes: ledger.bytes };
+}
+
+/** The release a manifest is relative to, and the digest (manifest-digest.ts) of its files as the client believes them. */
+export interface ManifestBase {
+  readonly release: ReleaseId;
+  readonly digest: Digest;
+}
+
+/** A base as the client sent it (parsed JSON of any shape). */
+export function parseManifestBase(base: unknown): ManifestBase {
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) throw new ManifestRejected('base must be an object {release, digest}');
+  const { release, digest } = base as Record<string, unknown>;
+  if (typeof release !== 'string' || !ReleaseId.isReleaseId(release)) throw new ManifestRejected('base.release must be a release id (YYYYMMDDTHHMMSS)');
+  if (!isDigest(digest)) throw new ManifestRejected('base.digest must be 64 lowercase hex digits (SHA-256)');
+  return { release, digest };
+}
+
+/**
+ * A manifest relative to `base` (the files of a release the server has): `files` the
+ * entries added or changed, `removed` the paths gone, as the client sent them. A removed
+ * path the base lacks, a path both changed and removed, and a path listed twice are
+ * refused: each is a client whose idea of the base is wrong. The site that results is
+ * then checked whole, exactly as a full manifest is.
+ */
+export function applyManifestDifference(base: readonly ManifestFile[], files: unknown, removed: unknown, limits: ArchiveLimits): Manifest {
+  if (!Array.isArray(files)) throw new ManifestRejected('files must be an array of {path, size, digest}');
+  if (!Array.isArray(removed)) throw new ManifestRejected('removed must be an array of paths');
+  // Before any entry is walked: a difference longer than any site it could make is refused.
+  if (files.length > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
+  if (removed.length > base.length) throw new ManifestRejected('removed lists more paths than the base release has');
+  const site = new Map(base.map((file) => [file.path, file]));
+  const gone = new Set<string>();
+  for (const [index, raw] of removed.entries()) {
+    if (typeof raw !== 'string') throw new ManifestRejected(`removed[${index}] is not a string`);
+    const path = differencePath(raw);
+    if (gone.has(path)) throw new ManifestRejected(`path removed twice: ${shownName(raw)}`);
+    if (!site.delete(path)) throw new ManifestRejected(`removed path is not in the base release: ${shownName(raw)}`);
+    gone.add(path);
+  }
+  const changed = new Set<string>();
+  for (const [index, entry] of files.entries()) {
+    const file = parseFile(entry, index);
+    const path = differencePath(file.path);
+    if (gone.has(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(file.path)}`);
+    if (changed.has(path)) throw new ManifestRejected(`duplicate path: ${shownName(file.path)}`);
+    changed.add(path);
+    // Map order: a changed file keeps its place, an added one comes last.
+    site.set(path, { path, size: file.size, digest: file.digest });
+  }
+  return parseManifest([...site.values()], limits);
+}
+
+/** A path of a difference as the base's are written; the path rules' refusals in a manifest's words. */
+function differencePath(raw: string): string {
+  try {
+    return normaliseEntryPath(raw);
+  } catch (error) {
+    if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason);
+    throw error;
+  }
 }
 
 function parseFile(entry: unknown, index: number): { path: string; size: number; digest: Digest } {

@@ -46,7 +46,16 @@ export class InMemoryTokenStore implements TokenStore {
 }
 
 const sha256 = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
-const sizeOf = (contents: readonly string[]): number => contents.reduce((sum, c) => sum + Buffer.byteLength(c), 0);
+const sizeOf = (files: readonly SiteFile[]): number => files.reduce((sum, f) => sum + Buffer.byteLength(f.content), 0);
+
+/** A file of a fake release: where it is, and its bytes as text. */
+export interface SiteFile {
+  readonly path: string;
+  readonly content: string;
+}
+
+/** The names an archive's lines get, in order (as the real contract's archives name them): they sort in the order given. */
+export const pathOf = (i: number): string => `f${String(i).padStart(3, '0')}.txt`;
 
 /** The whole upload as text; a stalled one is given up as soon as `signal` fires, as the real unpacking is. */
 async function textOf(source: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<string> {
@@ -79,9 +88,9 @@ async function textOf(source: AsyncIterable<Uint8Array>, signal: AbortSignal): P
  */
 export class InMemoryDeploys {
   /** Staging areas by handle: whose, and their files' contents. */
-  readonly staged = new Map<string, { readonly user: Username; readonly contents: readonly string[] }>();
-  /** Releases by `user/project`, each its files' contents. */
-  readonly tree = new Map<string, Map<ReleaseId, readonly string[]>>();
+  readonly staged = new Map<string, { readonly user: Username; readonly files: readonly SiteFile[] }>();
+  /** Releases by `user/project`, each its files. */
+  readonly tree = new Map<string, Map<ReleaseId, readonly SiteFile[]>>();
   readonly live = new Map<string, ReleaseId>();
   /** Each user's store: contents by digest. */
   readonly stores = new Map<Username, Map<Digest, string>>();
@@ -106,7 +115,7 @@ export class InMemoryDeploys {
   /** A release put in place without a deploy (one from before deploy records, say): one file of `bytes` bytes. */
   put(user: Username, project: ProjectName, id: ReleaseId, bytes: number): void {
     const key = `${user}/${project}`;
-    this.tree.set(key, (this.tree.get(key) ?? new Map()).set(id, ['x'.repeat(bytes)]));
+    this.tree.set(key, (this.tree.get(key) ?? new Map()).set(id, [{ path: pathOf(0), content: 'x'.repeat(bytes) }]));
   }
 }
 
@@ -117,7 +126,7 @@ export class InMemoryStaging implements Staging {
     const text = await textOf(archive, signal);
     if (text === '') throw new MissingArchive();
     if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
-    return this.staged(user, text.split('\n'));
+    return this.staged(user, text.split('\n').map((content, i) => ({ path: pathOf(i), content })));
   }
 
   async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
@@ -126,7 +135,7 @@ export class InMemoryStaging implements Staging {
     const contents = files.map((f) => (f.size === 0 ? '' : (store.get(f.digest) ?? uploads?.get(f.digest))));
     const missing = new Set(files.filter((_, i) => contents[i] === undefined).map((f) => f.digest));
     if (missing.size > 0) throw new ObjectsMissing([...missing]);
-    return this.staged(user, contents as string[]);
+    return this.staged(user, files.map((f, i) => ({ path: f.path, content: contents[i]! })));
   }
 
   async discard(staged: StagedRelease): Promise<void> {
@@ -139,10 +148,10 @@ export class InMemoryStaging implements Staging {
     return removed;
   }
 
-  private staged(user: Username, contents: readonly string[]): StagedRelease {
+  private staged(user: Username, files: readonly SiteFile[]): StagedRelease {
     const handle = this.disk.newHandle();
-    this.disk.staged.set(handle, { user, contents });
-    return { handle, files: contents.length, bytes: sizeOf(contents) };
+    this.disk.staged.set(handle, { user, files });
+    return { handle, files: files.length, bytes: sizeOf(files) };
   }
 }
 
@@ -153,12 +162,12 @@ export class InMemoryReleaseStore implements ReleaseStore {
     const area = this.disk.staged.get(staged.handle);
     if (area === undefined) throw new Error(`no staging area ${staged.handle}`);
     const key = `${user}/${project}`;
-    const releases = this.disk.tree.get(key) ?? new Map<ReleaseId, readonly string[]>();
+    const releases = this.disk.tree.get(key) ?? new Map<ReleaseId, readonly SiteFile[]>();
     if (releases.has(id)) throw new Error(`release ${id} exists`);
     this.disk.staged.delete(staged.handle);
-    this.disk.tree.set(key, releases.set(id, area.contents));
+    this.disk.tree.set(key, releases.set(id, area.files));
     const store = this.disk.storeOf(user);
-    for (const content of area.contents) if (content !== '') store.set(sha256(content), content);
+    for (const { content } of area.files) if (content !== '') store.set(sha256(content), content);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -181,6 +190,11 @@ export class InMemoryReleaseStore implements ReleaseStore {
 
   async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
     return sizeOf(this.disk.tree.get(`${user}/${project}`)?.get(id) ?? []);
+  }
+
+  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
+    const files = this.disk.tree.get(`${user}/${project}`)?.get(id);
+    return files?.map(({ path, content }) => ({ path, size: Buffer.byteLength(content), digest: sha256(content) }));
   }
 
   async projects(user: Username): Promise<ProjectName[]> {

@@ -13,7 +13,8 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
   let work: string;
   let token: string;
 
-  const sitedrop = (args: string[], env: Record<string, string> = {}): Promise<Run> => runNode([CLI, ...args], { env: { SITEDROP_URL: h.url, ...env } });
+  // The manifests a deploy caches stay in this test's own directory.
+  const sitedrop = (args: string[], env: Record<string, string> = {}): Promise<Run> => runNode([CLI, ...args], { env: { SITEDROP_URL: h.url, SITEDROP_CACHE_DIR: join(work, 'cache'), ...env } });
   const as = (t: string) => ({ SITEDROP_TOKEN: t });
   const admin = { SITEDROP_ADMIN_TOKEN: ADMIN_TOKEN };
 
@@ -171,7 +172,7 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     // script(1) runs the CLI on a pseudo-terminal, as a person at a shell would.
     const command = [process.execPath, CLI, 'deploy', archive, '--project', 'tty'].map((a) => `'${a}'`).join(' ');
     const r = await new Promise<Run>((resolve) => {
-      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: h.url, SITEDROP_TOKEN: token, TERM: 'xterm' } }, (error, stdout, stderr) =>
+      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: h.url, SITEDROP_TOKEN: token, SITEDROP_CACHE_DIR: join(work, 'cache'), TERM: 'xterm' } }, (error, stdout, stderr) =>
         resolve({ code: error ? 1 : 0, stdout, stderr }),
       );
     });

@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/service-harness.js';
+import { file as tarFile, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 import { startForwardingProxy, type ForwardingProxy } from './forwarding-proxy.js';
 import { CLI, runNode, startNode, type Run } from './run-cli.js';
@@ -24,7 +26,8 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
   let work: string;
   let token: string;
 
-  const sitedrop = (args: string[], secret = token): Promise<Run> => runNode([CLI, ...args], { env: { SITEDROP_URL: proxy.url, SITEDROP_TOKEN: secret } });
+  const env = (secret = token) => ({ SITEDROP_URL: proxy.url, SITEDROP_TOKEN: secret, SITEDROP_CACHE_DIR: join(work, 'cache') });
+  const sitedrop = (args: string[], secret = token): Promise<Run> => runNode([CLI, ...args], { env: env(secret) });
   const deployed = async (args: string[], secret = token): Promise<Record<string, unknown>> => {
     const r = await sitedrop(['deploy', ...args, '--json'], secret);
     expect(r.stderr).not.toContain('sitedrop:');
@@ -225,7 +228,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     await deployed([root, '--project', 'stopped']);
     const before = await live('stopped');
     await writeFile(join(root, 'index.html'), 'never published');
-    const cli = startNode([CLI, 'deploy', root, '--project', 'stopped'], { env: { SITEDROP_URL: proxy.url, SITEDROP_TOKEN: token } });
+    const cli = startNode([CLI, 'deploy', root, '--project', 'stopped'], { env: env() });
     proxy.hook = (req) => {
       if (req.method !== 'PUT') return 'forward';
       // A slow network: the upload hangs, and the person at the terminal gives up.
@@ -242,13 +245,134 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(await live('stopped')).toEqual(before);
   });
 
+  describe('a redeploy sends only the changes since the release this machine last published (SITEDROP_CACHE_DIR)', () => {
+    const pagePath = (i: number) => `docs/section-${i % 30}/page-${String(i).padStart(4, '0')}.html`;
+    const pages = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [pagePath(i), `<p>page ${i}</p>`]));
+    const manifestRequests = (count: number) => since(count).filter((e) => e.method === 'POST' && e.path === '/api/v1/deploys');
+    const bodyOf = (e: { body: Buffer }) => JSON.parse(gunzipSync(e.body).toString()) as Record<string, unknown>;
+    const cacheFiles = async () => (await readdir(join(work, 'cache'))).map((name) => join(work, 'cache', name));
+
+    it('sends a manifest a small fraction of the first, and publishes the folder exactly', async () => {
+      const root = await site('wire', { 'index.html': 'wire', ...pages });
+      let mark = proxy.seen.length;
+      // Mostly new: the archive goes, and the manifest hashed for it is kept all the same.
+      const first = await deployed([root, '--project', 'wire']);
+      expect(first).toMatchObject({ mode: 'full', totalFiles: 3001 });
+      const [whole] = manifestRequests(mark);
+      expect(bodyOf(whole!).base).toBeUndefined();
+      for (const path of await cacheFiles()) expect((await stat(path)).mode & 0o777).toBe(0o600);
+      expect((await readdir(join(work, 'cache'))).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+
+      // 1% changed, one removed, one added.
+      for (let i = 0; i < 30; i += 1) await writeFile(join(root, pagePath(i * 100 + 7)), `<p>changed ${i}</p>`);
+      await unlink(join(root, pagePath(1)));
+      await writeFile(join(root, 'docs/new.html'), 'new');
+      mark = proxy.seen.length;
+      const second = await deployed([root, '--project', 'wire']);
+      expect(second).toMatchObject({ mode: 'incremental', totalFiles: 3001, sentFiles: 31 });
+      const [relative] = manifestRequests(mark);
+      const body = bodyOf(relative!);
+      expect(body.base).toEqual({ release: first.release, digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(body.removed).toEqual(['docs/section-1/page-0001.html']);
+      expect((body.files as unknown[]).length).toBe(31);
+      // Bytes on the wire, as the proxy received them (gzip): the digests of 3,000 files against 31.
+      expect(relative!.body.length * 20, `${relative!.body.length} bytes against ${whole!.body.length}`).toBeLessThan(whole!.body.length);
+      expect(await live('wire')).toEqual(await contents(root));
+
+      // The release just published is the next base.
+      await writeFile(join(root, 'index.html'), 'wire 3');
+      mark = proxy.seen.length;
+      expect(await deployed([root, '--project', 'wire'])).toMatchObject({ mode: 'incremental', sentFiles: 1 });
+      expect(bodyOf(manifestRequests(mark)[0]!).base).toMatchObject({ release: second.release });
+      expect(await live('wire')).toEqual(await contents(root));
+    }, 60_000);
+
+    it('sends the whole manifest once, saying so, when the cached base is gone (the project deleted and deployed again by tarball)', async () => {
+      const root = await site('stale', files);
+      const first = await deployed([root, '--project', 'stale']);
+      expect((await h.call('DELETE', '/api/v1/projects/stale', { token })).status).toBe(200);
+      // Other files than the cached manifest's, so the release is not that base even if it gets the same id.
+      expect((await h.deploy(token, 'stale', tgz([tarFile('index.html', 'from elsewhere')]))).status).toBe(200);
+      await writeFile(join(root, 'index.html'), 'stale cache');
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'stale', '--json']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(`the server refused the changes since release ${String(first.release)} (base release not found or changed: send the whole manifest): sending the whole manifest\n`);
+      expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
+        'POST /api/v1/deploys 409',
+        'POST /api/v1/deploys 201',
+        'PUT /api/v1/deploys/<id>/objects 200',
+        'POST /api/v1/deploys/<id>/publish 200',
+      ]);
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(await live('stale')).toEqual(await contents(root));
+      // And the cache holds the release just published again.
+      await writeFile(join(root, 'index.html'), 'fresh cache');
+      const next = proxy.seen.length;
+      const again = await sitedrop(['deploy', root, '--project', 'stale']);
+      expect(again.code).toBe(0);
+      expect(again.stderr).not.toContain('whole manifest');
+      expect(bodyOf(manifestRequests(next)[0]!).base).toMatchObject({ release: JSON.parse(r.stdout).release });
+    });
+
+    it('against a server that takes the changes for the whole site (one before relative manifests), deletes that session and sends the whole manifest', async () => {
+      const root = await site('older-base', files);
+      await deployed([root, '--project', 'older-base']);
+      await writeFile(join(root, 'index.html'), 'older server');
+      let answered = false;
+      proxy.hook = (req, res) => {
+        if (req.url !== '/api/v1/deploys' || answered) return 'forward';
+        // What such a server answers: a session of the one file it was sent.
+        answered = true;
+        const session = { status: 'ok', id: 'f'.repeat(32), project: 'older-base', expiresAt: new Date().toISOString(), files: 1, bytes: 12, missing: [], missingBytes: 0 };
+        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(session));
+        return 'answered';
+      };
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'older-base', '--json']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('the server took the changes for the whole site (it predates relative manifests): sending the whole manifest\n');
+      expect(since(mark).map((e) => `${e.method} ${e.path}`).slice(0, 3)).toEqual(['POST /api/v1/deploys', `DELETE /api/v1/deploys/${'f'.repeat(32)}`, 'POST /api/v1/deploys']);
+      expect(bodyOf(manifestRequests(mark)[0]!).base).toBeDefined();
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(await live('older-base')).toEqual(await contents(root));
+    });
+
+    it('ignores a corrupt or unreadable cache with a notice, deploys, and caches afresh', async () => {
+      const root = await site('corrupt', files);
+      await deployed([root, '--project', 'corrupt']);
+      const written = await cacheFiles();
+      for (const [i, bytes] of [Buffer.from('not gzip at all'), gzipSync('{"format":1,"files":"no"}')].entries()) {
+        for (const path of written) await writeFile(path, bytes);
+        await writeFile(join(root, 'index.html'), `corrupt ${i}`);
+        const mark = proxy.seen.length;
+        const r = await sitedrop(['deploy', root, '--project', 'corrupt', '--json']);
+        expect(r.code).toBe(0);
+        expect(r.stderr).toMatch(/ignoring the cached manifest \S+ \(.+\): sending the whole manifest\n/);
+        expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
+          'POST /api/v1/deploys 201',
+          'PUT /api/v1/deploys/<id>/objects 200',
+          'POST /api/v1/deploys/<id>/publish 200',
+        ]);
+        expect(await live('corrupt')).toEqual(await contents(root));
+      }
+      // A cache directory that cannot be written: a notice, and the deploy stands.
+      await writeFile(join(work, 'not-a-dir'), '');
+      await writeFile(join(root, 'index.html'), 'no cache');
+      const r = await runNode([CLI, 'deploy', root, '--project', 'corrupt'], { env: { ...env(), SITEDROP_CACHE_DIR: join(work, 'not-a-dir', 'cache') } });
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('cannot cache the published manifest in ');
+      expect(await live('corrupt')).toEqual(await contents(root));
+    });
+  });
+
   it('shows bars for hashing and sending on a terminal', async () => {
     // Bytes of its own: the user's store has every other file of these tests already.
     const root = await site('tty', { 'index.html': 'tty', 'movie.bin': Buffer.alloc(700_000, 3) });
     // script(1) runs the CLI on a pseudo-terminal, as a person at a shell would.
     const command = [process.execPath, CLI, 'deploy', root, '--project', 'tty'].map((a) => `'${a}'`).join(' ');
     const r = await new Promise<Run>((resolve) => {
-      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', SITEDROP_URL: proxy.url, SITEDROP_TOKEN: token, TERM: 'xterm' } }, (error, stdout, stderr) =>
+      execFile('script', ['-qec', command, '/dev/null'], { env: { PATH: process.env.PATH ?? '', ...env(), TERM: 'xterm' } }, (error, stdout, stderr) =>
         resolve({ code: error ? 1 : 0, stdout, stderr }),
       );
     });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
@@ -8,7 +8,7 @@ import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, InMemoryDeploys } from '../application/fakes.js';
+import { bytes, InMemoryDeploys, pathOf } from '../application/fakes.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
 
@@ -37,11 +37,16 @@ export interface DeploysUnderTest {
    * work is done: empty when nothing was left behind.
    */
   leftovers(): Promise<string[]>;
+  /**
+   * Puts a copy of the same bytes in place of every object of the user's store, as a copy
+   * made at the link limit (EMLINK) replaces one: releases keep the bytes they had, but
+   * the store names none of their files any more.
+   */
+  replaceStoredObjects(user: Username): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The names a contract gives its files; they sort in the order given. */
-export const pathOf = (i: number): string => `f${String(i).padStart(3, '0')}.txt`;
+export { pathOf };
 
 async function* once(chunk: Buffer): AsyncGenerator<Uint8Array> {
   yield chunk;
@@ -58,10 +63,12 @@ export async function fakeDeploys(): Promise<DeploysUnderTest> {
     batch: (objects) => bytes(objects.map(([name, content]) => `${name} ${content}`).join('\n')),
     async served(user, project, id) {
       const release = id ?? disk.live.get(`${user}/${project}`);
-      const contents = release === undefined ? undefined : disk.tree.get(`${user}/${project}`)?.get(release);
-      return contents === undefined ? undefined : [...contents];
+      const files = release === undefined ? undefined : disk.tree.get(`${user}/${project}`)?.get(release);
+      return files === undefined ? undefined : [...files].sort((a, b) => (a.path < b.path ? -1 : 1)).map((f) => f.content);
     },
     leftovers: async () => [...disk.staged.keys()],
+    // A file of the fake is its bytes: there is no inode to lose.
+    replaceStoredObjects: async () => undefined,
     close: async () => undefined,
   };
 }
@@ -99,6 +106,16 @@ export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
       const failed = await real.settle();
       const kept = await Promise.all(['.staging', '.fresh', '.trash'].map(async (dir) => (await readdir(join(real.deploysRoot, dir))).map((name) => `${dir}/${name}`)));
       return [...failed, ...kept.flat()];
+    },
+    async replaceStoredObjects(user) {
+      const store = join(real.deploysRoot, user, '.objects');
+      for (const shard of await readdir(store)) {
+        for (const name of await readdir(join(store, shard))) {
+          const object = join(store, shard, name);
+          await copyFile(object, `${object}.copy`);
+          await rename(`${object}.copy`, object);
+        }
+      }
     },
     close: () => real.close(),
   };

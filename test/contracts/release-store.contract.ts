@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { alice, blog, bob, docs, going, LIMITS, over, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
+import { alice, blog, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+
+const SESSION = '0123456789abcdef0123456789abcdef';
+const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
 
 /**
  * What every ReleaseStore must do for the use cases: a release is visible only once
@@ -96,6 +100,44 @@ export function releaseStoreContract(name: string, open: () => Promise<DeploysUn
       expect(await d.served(alice, docs)).toBeUndefined();
       expect(await d.served(bob, docs)).toEqual(['d']);
       expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it("releaseManifest: each file's path, size and SHA-256, the same bytes twice and empty files included", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['<h1>one</h1>', 'same', 'same', '']);
+      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual([
+        { path: pathOf(0), size: 12, digest: digestOf('<h1>one</h1>') },
+        { path: pathOf(1), size: 4, digest: digestOf('same') },
+        { path: pathOf(2), size: 4, digest: digestOf('same') },
+        { path: pathOf(3), size: 0, digest: EMPTY_DIGEST },
+      ]);
+    }));
+
+    it('releaseManifest of a release built from a manifest is that manifest, paths in folders included', over(open, async (d) => {
+      const wanted = [
+        { path: 'index.html', size: 4, digest: digestOf('home') },
+        { path: 'docs/guide/深い.html', size: 4, digest: digestOf('deep') },
+        { path: 'docs/empty.txt', size: 0, digest: EMPTY_DIGEST },
+      ];
+      await d.objects.receive(alice, SESSION, d.batch([[digestOf('home'), 'home'], [digestOf('deep'), 'deep']]), objectsOf('home', 'deep'), going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
+    }));
+
+    it('releaseManifest: undefined for a release, project or user that is not there, or no longer', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['one']);
+      expect(await d.store.releaseManifest(alice, docs, R2)).toBeUndefined();
+      expect(await d.store.releaseManifest(alice, blog, R1)).toBeUndefined();
+      expect(await d.store.releaseManifest(bob, docs, R1)).toBeUndefined();
+      await d.store.removeRelease(alice, docs, R1);
+      expect(await d.store.releaseManifest(alice, docs, R1)).toBeUndefined();
+    }));
+
+    it("releaseManifest holds when the store no longer names a release's files (objects replaced by copies)", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['a', 'bb', 'a', '']);
+      const before = byPath(await d.store.releaseManifest(alice, docs, R1));
+      await d.replaceStoredObjects(alice);
+      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(before);
+      expect(before).toEqual(byPath(manifestOf('a', 'bb', 'a', '')));
     }));
 
     it('removeLeftovers never takes a release or a live link', over(open, async (d) => {

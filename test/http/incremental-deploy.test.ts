@@ -425,6 +425,156 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
   });
 });
 
+/**
+ * The SHA-256 of a site's manifest in the canonical form docs/openapi.yaml defines,
+ * written here from that text (not with the service's own function): lines
+ * `<digest> <size> <path>\n` sorted by the paths' UTF-8 bytes.
+ */
+function canonicalDigest(s: Site): string {
+  const lines = Object.entries(s).map(([path, bytes]) => ({ key: Buffer.from(path, 'utf8'), line: `${sha256(bytes)} ${bytes.length} ${path}\n` }));
+  return createHash('sha256').update(lines.sort((a, b) => Buffer.compare(a.key, b.key)).map((l) => l.line).join('')).digest('hex');
+}
+
+/** What turns site `from` into site `to`: the entries added or changed, and the paths removed. */
+function difference(from: Site, to: Site): { files: ReturnType<typeof manifest>; removed: string[] } {
+  const files = manifest(Object.fromEntries(Object.entries(to).filter(([path, bytes]) => !from[path]?.equals(bytes))));
+  return { files, removed: Object.keys(from).filter((path) => !(path in to)) };
+}
+
+describe('a manifest relative to a release the server has (real server, real directories, real SQLite)', () => {
+  let h: Harness;
+  let token: string;
+  let other: string;
+  const open = (body: unknown, as = token) => h.call('POST', '/api/v1/deploys', { token: as, json: body });
+  const release = (user: string, project: string, id: string) => join(h.deploysRoot, user, project, id);
+
+  /** Opens, uploads what is missing, publishes; returns the release id. */
+  async function publishAll(body: Record<string, unknown>, s: Site, as = token): Promise<{ id: string; opened: Reply }> {
+    const opened = await open(body, as);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    const missing = opened.body.missing as string[];
+    if (missing.length > 0) expect((await h.call('PUT', `/api/v1/deploys/${String(opened.body.id)}/objects`, { token: as, body: objects(s, missing) })).status).toBe(200);
+    const published = await h.call('POST', `/api/v1/deploys/${String(opened.body.id)}/publish`, { token: as });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    return { id: published.body.release as string, opened };
+  }
+  const whole = (project: string, s: Site, as = token) => publishAll({ project, files: manifest(s) }, s, as);
+  const relative = (project: string, base: { id: string; site: Site }, s: Site, extra: Record<string, unknown> = {}) =>
+    open({ project, base: { release: base.id, digest: canonicalDigest(base.site) }, ...difference(base.site, s), ...extra });
+
+  /** What a refused request must leave: every file and link as it was. */
+  async function unchangedBy(request: () => Promise<Reply>): Promise<Reply> {
+    await h.trashEmptied();
+    const before = await snapshot(h.root);
+    const reply = await request();
+    await h.trashEmptied();
+    expect(await snapshot(h.root)).toEqual(before);
+    return reply;
+  }
+
+  const v1 = site('v1', 60);
+  let base: { id: string; site: Site };
+
+  beforeAll(async () => {
+    h = await startHarness({ RELEASES_KEEP: '3', MAX_FILES: '300', MAX_EXTRACTED_BYTES: String(20 * 1024 * 1024) });
+    token = await h.createUser('rel');
+    other = await h.createUser('rel-other');
+    base = { id: (await whole('docs', v1)).id, site: v1 };
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('publishes the new site byte for byte (published modes), a removed file gone, asking only for what changed', async () => {
+    const v2: Site = { ...site('v2', 60, (i) => i % 20 === 3), 'new/deep/added.html': Buffer.from('added\n'), 'same-a.css': Buffer.from('changed a\n') };
+    delete v2['docs/part-1/page-5.html'];
+    const { files, removed } = difference(v1, v2);
+    expect(removed).toEqual(['docs/part-1/page-5.html']);
+    const opened = await relative('docs', base, v2);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    // The session holds the whole site, not the difference.
+    expect(opened.body).toMatchObject({ files: Object.keys(v2).length, bytes: Object.values(v2).reduce((sum, b) => sum + b.length, 0) });
+    expect(new Set(opened.body.missing as string[])).toEqual(new Set(files.map((f) => f.digest)));
+    expect((await h.call('PUT', `/api/v1/deploys/${String(opened.body.id)}/objects`, { token, body: objects(v2, opened.body.missing as string[]) })).status).toBe(200);
+    const published = await h.call('POST', `/api/v1/deploys/${String(opened.body.id)}/publish`, { token });
+    expect(published.status).toBe(200);
+    const dir = release('rel', 'docs', published.body.release as string);
+    expect(digestsOf(await releaseFiles(dir))).toEqual(digestsOf(v2));
+    const tree = await snapshot(dir);
+    expect(tree['docs/part-1/page-5.html']).toBeUndefined();
+    for (const [path, what] of Object.entries(tree)) expect(what, path).toMatch(/^(file 644|dir 755)/);
+    // And that release is the next deploy's base: nothing changed, nothing removed.
+    const again = await publishAll({ project: 'docs', base: { release: published.body.release, digest: canonicalDigest(v2) }, files: [], removed: [] }, v2);
+    expect(again.opened.body.missing).toEqual([]);
+    expect(digestsOf(await releaseFiles(release('rel', 'docs', again.id)))).toEqual(digestsOf(v2));
+    base = { id: again.id, site: v2 };
+  });
+
+  it('a base digest that is not the release\'s files: 409, nothing opened or changed', async () => {
+    const v3 = { ...base.site, 'index.html': Buffer.from('v3\n') };
+    const wrong = { ...base.site, 'index.html': Buffer.from('what the client wrongly believes\n') };
+    const reply = await unchangedBy(() => open({ project: 'docs', base: { release: base.id, digest: canonicalDigest(wrong) }, ...difference(base.site, v3) }));
+    expect(reply.status).toBe(409);
+    expect(reply.body).toEqual({ status: 'error', error: 'base release not found or changed: send the whole manifest' });
+  });
+
+  it("another project's release, another user's, or none at all: one identical 409", async () => {
+    await whole('blog', { 'index.html': Buffer.from('blog\n') });
+    const theirs = site('theirs', 5);
+    const theirRelease = (await whole('theirs', theirs, other)).id;
+    const v3 = { ...base.site, 'index.html': Buffer.from('v3\n') };
+    const answers = [
+      // This user's release of another project (the same id may exist there, with other files).
+      await unchangedBy(() => relative('blog', base, v3)),
+      // Another user's release, named by its true digest: this user has no such project.
+      await unchangedBy(() => open({ project: 'theirs', base: { release: theirRelease, digest: canonicalDigest(theirs) }, files: [], removed: [] })),
+      // This user's own release, asked for by another user who has a project of that name.
+      await unchangedBy(() => open({ project: 'docs', base: { release: base.id, digest: canonicalDigest(base.site) }, files: [], removed: [] }, other)),
+      await unchangedBy(() => relative('docs', { ...base, id: '20200101T000000' }, v3)),
+    ];
+    for (const reply of answers) {
+      expect(reply.status).toBe(409);
+      expect(reply.body).toEqual({ status: 'error', error: 'base release not found or changed: send the whole manifest' });
+    }
+  });
+
+  it.each([
+    ['a removed path the base lacks', () => ({ files: [], removed: ['nope.html'] }), 'invalid manifest: removed path is not in the base release: nope.html'],
+    ['a path both changed and removed', () => ({ files: manifest({ 'index.html': Buffer.from('x') }), removed: ['index.html'] }), 'invalid manifest: path both changed and removed: index.html'],
+    ['a difference whose site breaks MAX_FILES', () => ({ files: Array.from({ length: 200 }, (_, i) => ({ path: `more/${i}/page.html`, size: 1, digest: 'a'.repeat(64) })), removed: [] }), 'invalid manifest: site has more than 300 files and directories'],
+    ['removed not a list', () => ({ files: [], removed: 'index.html' }), 'invalid manifest: removed must be an array of paths'],
+  ])('%s: 400, nothing changed', async (_name, body, error) => {
+    const reply = await unchangedBy(() => open({ project: 'docs', base: { release: base.id, digest: canonicalDigest(base.site) }, ...body() }));
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe(error);
+  });
+
+  it('a malformed base, or removed without one: 400', async () => {
+    for (const [body, error] of [
+      [{ base: { release: 'latest', digest: canonicalDigest(base.site) }, files: [] }, 'invalid manifest: base.release must be a release id (YYYYMMDDTHHMMSS)'],
+      [{ base: { release: base.id, digest: 'x' }, files: [] }, 'invalid manifest: base.digest must be 64 lowercase hex digits (SHA-256)'],
+      [{ base: base.id, files: [] }, 'invalid manifest: base must be an object {release, digest}'],
+      [{ files: manifest(base.site), removed: ['index.html'] }, 'invalid manifest: removed needs a base'],
+    ] as const) {
+      const reply = await open({ project: 'docs', ...body });
+      expect(reply.status, error).toBe(400);
+      expect(reply.body.error).toBe(error);
+    }
+  });
+
+  it('a base pruned by later deploys: 409, and the whole manifest then deploys', async () => {
+    const pruned = base;
+    for (let i = 0; i < 3; i += 1) await whole('docs', { ...pruned.site, 'index.html': Buffer.from(`later ${i}\n`) });
+    expect(await readdir(join(h.deploysRoot, 'rel', 'docs'))).not.toContain(pruned.id);
+    const v4 = { ...pruned.site, 'index.html': Buffer.from('v4\n') };
+    const reply = await unchangedBy(() => relative('docs', pruned, v4));
+    expect(reply.status).toBe(409);
+    expect(reply.body.error).toBe('base release not found or changed: send the whole manifest');
+    const { id } = await whole('docs', v4);
+    expect(digestsOf(await releaseFiles(release('rel', 'docs', id)))).toEqual(digestsOf(v4));
+  });
+});
+
 describe('an abandoned session expires and its uploads go (real server)', () => {
   it('after DEPLOY_SESSION_SECONDS without use', async () => {
     const h = await startHarness({ DEPLOY_SESSION_SECONDS: '1' });

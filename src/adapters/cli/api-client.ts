@@ -22,8 +22,18 @@ export type Json = Record<string, unknown>;
 /** A deploy session of the incremental protocol: what the server still lacks of a manifest. */
 export interface DeploySession {
   readonly id: string;
+  /** The whole site's files and bytes as the server took the manifest. */
+  readonly files: number;
+  readonly bytes: number;
   readonly missing: string[];
   readonly missingBytes: number;
+}
+
+/** What POST /api/v1/deploys takes: every file, or with `base` the difference from one of the project's releases. */
+export interface ManifestBody {
+  readonly files: readonly ManifestFile[];
+  readonly base?: { readonly release: string; readonly digest: string };
+  readonly removed?: readonly string[];
 }
 
 export interface DeployTarget {
@@ -41,7 +51,7 @@ const compress = promisify(gzip);
 /** Talks to a sitedrop server over HTTP only, as any other client would. */
 export class ApiClient {
   constructor(
-    private readonly server: string,
+    readonly server: string,
     private readonly token: string | undefined,
   ) {}
 
@@ -74,8 +84,8 @@ export class ApiClient {
   }
 
   /** Opens an incremental deploy: the manifest, gzip-compressed (40,000 paths are megabytes of JSON). */
-  async openDeploy(target: DeployTarget, files: readonly ManifestFile[], signal?: AbortSignal): Promise<DeploySession> {
-    const body = await compress(JSON.stringify({ ...target, files }));
+  async openDeploy(target: DeployTarget, manifest: ManifestBody, signal?: AbortSignal): Promise<DeploySession> {
+    const body = await compress(JSON.stringify({ ...target, ...manifest }));
     const reply = await this.fetch('POST', '/api/v1/deploys', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal });
     const session = ApiClient.answer(reply);
     if (typeof session.id !== 'string' || !Array.isArray(session.missing)) throw new ServerError(reply.status, 'the server answered the manifest without a session id or a list of missing files');

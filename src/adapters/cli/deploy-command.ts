@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { ApiClient, DeployTarget, Json } from './api-client.js';
 import { hashSiteFolder, measureSiteFolder, readSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
 import { deployIncrementally, MostlyNew, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
+import { cacheDirectory, ManifestCache } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { packFolder } from './site-archive.js';
@@ -68,20 +69,30 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
   const folder = await readSiteFolder(path);
   for (const warning of folder.warnings) err(`warning: ${warning}`);
   let totalBytes: number | undefined;
+  let published: ManifestFile[] | undefined;
+  const cache = new ManifestCache(cacheDirectory(), err);
   if (!options.full) {
     const files = await hashed(folder);
+    const base = await cache.read(api.server, target);
+    const baseRefused = () => cache.forget(api.server, target);
     try {
-      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err }));
+      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, baseRefused }));
+      await cache.write(api.server, target, { release: String(answer.release), files });
       return report(answer, counts, options.json);
     } catch (error) {
-      if (error instanceof MostlyNew) err(`${error.message}: sending the whole folder as one archive`);
-      else if (error instanceof ProtocolAbsent) err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
+      if (error instanceof MostlyNew) {
+        err(`${error.message}: sending the whole folder as one archive`);
+        published = files;
+      } else if (error instanceof ProtocolAbsent) err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
       else throw error;
     }
     totalBytes = files.reduce((sum, file) => sum + file.size, 0);
   }
   totalBytes ??= await measureSiteFolder(folder);
   const answer = await uploadArchive(api, target, packFolder(folder));
+  // The archive holds the files just hashed: its release is the next deploy's base. (A file
+  // changed in between makes the server refuse that base once; nothing worse.)
+  if (published) await cache.write(api.server, target, { release: String(answer.release), files: published });
   const totalFiles = folder.files.length;
   report(answer, { mode: 'full', sentFiles: totalFiles, sentBytes: totalBytes, skippedFiles: 0, totalFiles, totalBytes }, options.json);
 }

@@ -1,5 +1,7 @@
-import { ServerError, type ApiClient, type DeployTarget, type Json } from './api-client.js';
+import { manifestDifference, manifestDigest } from '../../domain/manifest-digest.js';
+import { ServerError, type ApiClient, type DeploySession, type DeployTarget, type Json, type ManifestBody } from './api-client.js';
 import type { ManifestFile, SiteFolder } from './folder-manifest.js';
+import type { PublishedManifest } from './manifest-cache.js';
 import { batchObjects, packObjects, type MissingObject } from './object-batches.js';
 import { metered, type Meter } from './progress.js';
 
@@ -38,6 +40,10 @@ export interface Conversation {
   readonly signal?: AbortSignal;
   readonly sending: (objects: number, bytes: number) => Meter;
   readonly notice: (line: string) => void;
+  /** A release of the project whose files this machine knows (the last it published): the manifest is sent relative to it. */
+  readonly base?: PublishedManifest;
+  /** The server would not start from `base`: it is not to be offered again. */
+  readonly baseRefused?: () => Promise<void>;
 }
 
 /** Publishes that may each find objects gone (collected between the manifest and the publish) before the deploy gives up. */
@@ -85,6 +91,44 @@ async function upload(api: ApiClient, id: string, root: string, objects: readonl
 }
 
 /**
+ * The manifest relative to `base` (only the entries added or changed, and the paths
+ * removed), or undefined when that is no shorter than the whole: the server's limit on a
+ * manifest's size is one site's worth of entries.
+ */
+function relativeTo(base: PublishedManifest, files: readonly ManifestFile[]): ManifestBody | undefined {
+  const difference = manifestDifference(base.files, files);
+  if (difference.files.length + difference.removed.length >= files.length) return undefined;
+  return { base: { release: base.release, digest: manifestDigest(base.files) }, ...difference };
+}
+
+/**
+ * Opens the session, with a manifest relative to the last release this machine published
+ * when there is one. Whatever stops the server from taking that (the release pruned,
+ * another machine's deploy since, a cache gone wrong, a server that predates `base` and
+ * would take the difference for the whole site) costs one more request with the whole
+ * manifest, never the deploy.
+ */
+async function openSession(api: ApiClient, target: DeployTarget, files: readonly ManifestFile[], conversation: Conversation): Promise<DeploySession> {
+  const { base, signal } = conversation;
+  const relative = base && relativeTo(base, files);
+  if (relative) {
+    try {
+      const session = await api.openDeploy(target, relative, signal);
+      if (session.files === files.length && session.bytes === files.reduce((sum, file) => sum + file.size, 0)) return session;
+      await api.deleteDeploy(session.id).catch(() => undefined);
+      conversation.notice('the server took the changes for the whole site (it predates relative manifests): sending the whole manifest');
+    } catch (error) {
+      // 409: not a base the server has; 400: a difference it refuses (a cache gone wrong, or
+      // an older server's "no files" for an unchanged site): the whole manifest says all.
+      if (!(error instanceof ServerError && (error.status === 409 || error.status === 400))) throw error;
+      conversation.notice(`the server refused the changes since release ${base.release} (${error.message}): sending the whole manifest`);
+    }
+    await conversation.baseRefused?.();
+  }
+  return api.openDeploy(target, { files }, signal);
+}
+
+/**
  * The incremental protocol's conversation: the manifest, then only the objects the server
  * lacks, then the publish (again, with what it lost, if objects went meanwhile). Any
  * failure once the session is open deletes it, so nothing waits on the server for expiry.
@@ -97,7 +141,7 @@ export async function deployIncrementally(
   conversation: Conversation,
 ): Promise<{ answer: Json; counts: DeployCounts }> {
   const { signal } = conversation;
-  const session = await api.openDeploy(target, files, signal).catch((error: unknown) => {
+  const session = await openSession(api, target, files, conversation).catch((error: unknown) => {
     if (error instanceof ServerError && (error.status === 404 || error.status === 405)) throw new ProtocolAbsent(`the server answered ${error.status} to POST /api/v1/deploys`);
     throw error;
   });

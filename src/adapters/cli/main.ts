@@ -44,6 +44,7 @@ export function program(): Command {
     .requiredOption('--project <name>', 'the project to deploy to')
     .option('--preview <name>', 'deploy a preview of this name (e.g. pr-42) at its own address; the live site does not change')
     .option('--full', 'send the whole folder as one archive, even to a server that could take only what changed')
+    .addHelpText('after', '\nA folder\'s manifest goes relative to the last release deployed from this machine, kept in SITEDROP_CACHE_DIR\n(default $XDG_CACHE_HOME/sitedrop or ~/.cache/sitedrop); keep that directory between CI runs to send less.')
     .option('--json', "print the server's response, with what was sent and skipped")
     .action((path: string, options: DeployOptions, command: Command) => deploy(client(command, 'SITEDROP_TOKEN'), path, options));
 

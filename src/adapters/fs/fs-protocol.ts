@@ -67,15 +67,18 @@ export interface StagingObjects {
 /**
  * From the main thread to the writer, which interleaves them with the jobs' writes, a
  * few hundred entries at a time: rm -rf of a tree (`path`), the collection of a store's
- * objects that no release links (`path` the store), or the adoption of a staging job's
- * new objects (`path`) into a store (`into`).
+ * objects that no release links (`path` the store), the adoption of a staging job's
+ * new objects (`path`) into a store (`into`), a probe of a store, or a release's manifest.
  */
 export type RemoveRequest =
   | { type: 'remove' | 'collect'; id: number; path: string }
   | { type: 'adopt'; id: number; path: string; into: string }
   /** Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size. */
-  | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number> };
-export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed };
+  | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number> }
+  /** The manifest of the release at `path`, whose files link into the store `store` (release-manifest.ts). */
+  | { type: 'manifest'; id: number; path: string; store: string };
+/** `listed`: a manifest request's answer, 'gone' when there is no such release. */
+export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed; listed?: ManifestFile[] | 'gone' };
 export type Probed = { missing: string[]; wrongSize: string[] };
 
 /** Each thread's workerData: its end of the channel between the unpack and writer threads. */

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
 import type { ServiceIdentifier } from 'inversify';
+import type { ManifestFile } from '../../domain/manifest.js';
 import type { FromUnpacker, Probed, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
 
 /**
@@ -72,7 +73,7 @@ export class FsThreads {
   private threads: Threads | undefined;
   private nextId = 1;
   private readonly jobs = new Map<number, (message: FromUnpacker) => void>();
-  private readonly removals = new Map<number, { path: string; resolve: (probed: Probed | undefined) => void; reject: (error: Error) => void }>();
+  private readonly removals = new Map<number, { path: string; resolve: (answer: Removed) => void; reject: (error: Error) => void }>();
   private readonly unpackerScript = script('unpack-thread');
   private readonly writerScript = script('writer-thread');
 
@@ -143,10 +144,16 @@ export class FsThreads {
   /** Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size. */
   async probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>): Promise<Probed> {
     const answer = await this.ask({ type: 'probe', path: store, uploads, objects });
-    return answer ?? { missing: [], wrongSize: [] };
+    return answer.probed ?? { missing: [], wrongSize: [] };
   }
 
-  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<Probed | undefined> {
+  /** The manifest of the release at `release`, whose files link into `store`; undefined if there is no such release. */
+  async releaseManifest(release: string, store: string): Promise<ManifestFile[] | undefined> {
+    const { listed } = await this.ask({ type: 'manifest', path: release, store });
+    return listed === 'gone' ? undefined : listed;
+  }
+
+  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<Removed> {
     let threads: Threads;
     try {
       threads = this.running();
@@ -208,7 +215,7 @@ export class FsThreads {
     const waiting = this.removals.get(message.id);
     this.removals.delete(message.id);
     if (!waiting) return;
-    if (message.error === undefined) waiting.resolve(message.probed);
+    if (message.error === undefined) waiting.resolve(message);
     else waiting.reject(new Error(`removing ${waiting.path}: ${message.error}`));
   }
 

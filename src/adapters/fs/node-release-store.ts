@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ReleaseStore } from '../../application/ports/release-store.js';
 import type { StagedRelease } from '../../application/ports/staging.js';
+import type { ManifestFile } from '../../domain/manifest.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
@@ -94,6 +95,12 @@ export class NodeReleaseStore implements ReleaseStore {
     this.measured.set(dir, { identity, bytes });
     if (this.measured.size > MEASURED_MAX) this.measured.delete(this.measured.keys().next().value!);
     return bytes;
+  }
+
+  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
+    // Derived from the store's names, not kept beside the release: no byte more on disk
+    // per release (docs/content-store.md).
+    return this.threads.releaseManifest(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user));
   }
 
   async projects(user: Username): Promise<ProjectName[]> {

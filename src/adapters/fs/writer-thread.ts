@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
+import { ReleaseManifestWalk } from './release-manifest.js';
 import { ObjectAdoption, ObjectCollection, ObjectProbe } from './store-objects.js';
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
@@ -348,8 +349,8 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-/** Removals, collections, adoptions and probes in the order asked, the first one in progress. */
-const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe }[] = [];
+/** Removals, collections, adoptions, probes and manifests in the order asked, the first one in progress. */
+const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe | ReleaseManifestWalk }[] = [];
 let removing = false;
 
 function removeSome(): void {
@@ -361,8 +362,10 @@ function removeSome(): void {
   let answer: Removed | undefined;
   try {
     const { removal } = current;
-    if (removal.step(removal instanceof ObjectProbe ? PROBE_STEP : REMOVAL_STEP)) {
-      answer = { type: 'removed', id: current.id, ...(removal instanceof ObjectProbe ? { probed: { missing: removal.missing, wrongSize: removal.wrongSize } } : {}) };
+    if (removal.step(removal instanceof ObjectProbe || removal instanceof ReleaseManifestWalk ? PROBE_STEP : REMOVAL_STEP)) {
+      answer = { type: 'removed', id: current.id };
+      if (removal instanceof ObjectProbe) answer.probed = { missing: removal.missing, wrongSize: removal.wrongSize };
+      if (removal instanceof ReleaseManifestWalk) answer.listed = removal.manifest ?? 'gone';
     }
   } catch (error) {
     answer = { type: 'removed', id: current.id, error: (error as Error).message };
@@ -375,16 +378,23 @@ function removeSome(): void {
   setImmediate(removeSome);
 }
 
+function workFor(message: RemoveRequest): (typeof removals)[number]['removal'] {
+  switch (message.type) {
+    case 'adopt':
+      return new ObjectAdoption(message.path, message.into);
+    case 'probe':
+      return new ObjectProbe(message.path, message.uploads, message.objects);
+    case 'collect':
+      return new ObjectCollection(message.path);
+    case 'manifest':
+      return new ReleaseManifestWalk(message.path, message.store);
+    default:
+      return new TreeRemoval(message.path);
+  }
+}
+
 main.on('message', (message: RemoveRequest) => {
-  const removal =
-    message.type === 'adopt'
-      ? new ObjectAdoption(message.path, message.into)
-      : message.type === 'probe'
-        ? new ObjectProbe(message.path, message.uploads, message.objects)
-        : message.type === 'collect'
-          ? new ObjectCollection(message.path)
-          : new TreeRemoval(message.path);
-  removals.push({ id: message.id, removal });
+  removals.push({ id: message.id, removal: workFor(message) });
   if (!removing) {
     removing = true;
     setImmediate(removeSome);

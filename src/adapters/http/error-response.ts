@@ -1,5 +1,6 @@
 import {
   ArchiveRejected,
+  BaseReleaseChanged,
   DeployAborted,
   DeployKeyNotFound,
   DeploySessionNotFound,
@@ -78,6 +79,8 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof ManifestRejected) return respond(400, `invalid manifest: ${error.reason}`);
     if (error instanceof ObjectsRejected) return respond(400, `invalid objects: ${error.reason}`);
     if (error instanceof DeploySessionNotFound) return respond(404, 'deploy session not found');
+    // 409: the server's releases, not the request's form, are in the way; the whole manifest always works.
+    if (error instanceof BaseReleaseChanged) return respond(409, 'base release not found or changed: send the whole manifest');
     // 409 as a conflict with the store's state: uploading these objects resolves it.
     if (error instanceof ObjectsMissing) {
       const answer = respond(409, 'objects missing');

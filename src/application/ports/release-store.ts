@@ -1,4 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
+import type { ManifestFile } from '../../domain/manifest.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
@@ -23,6 +24,12 @@ export interface ReleaseStore {
    * A committed release never changes, so the answer may be remembered.
    */
   releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number>;
+  /**
+   * The files of release `id` (path, size, SHA-256), as they are on disk, in no
+   * particular order; undefined when there is no such release. Directories are not
+   * listed: a manifest implies them.
+   */
+  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined>;
   /** The user's projects that have releases or a live link. */
   projects(user: Username): Promise<ProjectName[]>;
   /** Removes the live link first (the site stops being served), then every release. */

@@ -12,7 +12,11 @@ import { deployedAnswer, inDeploySlot } from './deploy.js';
 
 const sessionParam = (req: Request): string => String(req.params.id);
 
-/** Bytes of manifest JSON (inflated) a file may take: a path of up to 1,024 bytes, its digest, size and quoting. */
+/**
+ * Bytes of manifest JSON (inflated) a file may take: a path of up to 1,024 bytes, its
+ * digest, size and quoting. One limit for a whole manifest and one relative to a base:
+ * a difference is worth sending only while it is shorter than the whole, which fits.
+ */
 const MANIFEST_BYTES_PER_FILE = 1200;
 
 function sessionAnswer(state: SessionState): Record<string, unknown> {
@@ -65,7 +69,7 @@ export function deploySessionRoutes(
       const body = jsonObject(req.body);
       const project = optionalString(body, 'project') ?? '';
       const preview = optionalString(body, 'preview');
-      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', project, preview, files: body.files });
+      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', project, preview, files: body.files, base: body.base, removed: body.removed });
       res.status(201).json(sessionAnswer(state));
     })
     .all(methodNotAllowed('POST'));

@@ -1,0 +1,113 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
+import type { DeployTarget } from './api-client.js';
+import type { ManifestFile } from './folder-manifest.js';
+
+/** A release this machine published, with the manifest it was built from: the next deploy's base. */
+export interface PublishedManifest {
+  readonly release: string;
+  readonly files: readonly ManifestFile[];
+}
+
+const FORMAT = 1;
+const RELEASE_ID = /^\d{8}T\d{6}$/;
+const DIGEST = /^[0-9a-f]{64}$/;
+const compress = promisify(gzip);
+const inflate = promisify(gunzip);
+
+/**
+ * Where the manifests go: SITEDROP_CACHE_DIR, else the XDG cache directory (a relative
+ * XDG_CACHE_HOME is to be ignored, the specification says), else ~/.cache; undefined
+ * when there is no home to put it in (a deploy then sends whole manifests).
+ */
+export function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.SITEDROP_CACHE_DIR) return env.SITEDROP_CACHE_DIR;
+  const xdg = env.XDG_CACHE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'sitedrop');
+  try {
+    return join(homedir(), '.cache', 'sitedrop');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The last manifest published per server, project and preview, so that a redeploy sends
+ * only what changed since (docs/openapi.yaml, `base`). Only ever a hint: the server
+ * checks it against the release's files, and anything wrong with it (unreadable, stale,
+ * another machine's deploy since) costs one whole manifest, never a deploy.
+ */
+export class ManifestCache {
+  constructor(
+    private readonly dir: string | undefined,
+    private readonly notice: (line: string) => void,
+  ) {}
+
+  async read(server: string, target: DeployTarget): Promise<PublishedManifest | undefined> {
+    const path = this.pathOf(server, target);
+    if (path === undefined) return undefined;
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.notice(`cannot read the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
+      return undefined;
+    }
+    try {
+      return published(JSON.parse((await inflate(bytes)).toString('utf8')), server, target);
+    } catch (error) {
+      this.notice(`ignoring the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
+      return undefined;
+    }
+  }
+
+  /** Written whole under a temporary name, then renamed: a reader never sees half a file. */
+  async write(server: string, target: DeployTarget, manifest: PublishedManifest): Promise<void> {
+    const path = this.pathOf(server, target);
+    if (path === undefined || this.dir === undefined) return;
+    const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const body = { format: FORMAT, server: serverKey(server), ...target, release: manifest.release, files: manifest.files };
+      // Paths of a private site are the owner's business: readable by them alone.
+      await writeFile(temporary, await compress(JSON.stringify(body)), { mode: 0o600 });
+      await rename(temporary, path);
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      this.notice(`cannot cache the published manifest in ${this.dir} (${(error as Error).message}): the next deploy sends the whole manifest`);
+    }
+  }
+
+  async forget(server: string, target: DeployTarget): Promise<void> {
+    const path = this.pathOf(server, target);
+    if (path !== undefined) await unlink(path).catch(() => undefined);
+  }
+
+  private pathOf(server: string, target: DeployTarget): string | undefined {
+    if (this.dir === undefined) return undefined;
+    const key = createHash('sha256').update(JSON.stringify([serverKey(server), target.project, target.preview ?? null])).digest('hex');
+    return join(this.dir, `${key.slice(0, 32)}.json.gz`);
+  }
+}
+
+/** One server however its address is spelled (a trailing slash, the case of its host). */
+const serverKey = (server: string): string => new URL(server).href;
+
+/** A cache file's content, checked as what it is: data another program could have written. */
+function published(body: unknown, server: string, target: DeployTarget): PublishedManifest {
+  const { format, server: cachedServer, project, preview, release, files } = (body ?? {}) as Record<string, unknown>;
+  if (format !== FORMAT) throw new Error('not a format this sitedrop reads');
+  if (cachedServer !== serverKey(server) || project !== target.project || (preview ?? undefined) !== target.preview) throw new Error('for another server or project');
+  if (typeof release !== 'string' || !RELEASE_ID.test(release)) throw new Error('no release id');
+  if (!Array.isArray(files) || !files.every(isManifestFile)) throw new Error('not a list of files');
+  return { release, files };
+}
+
+function isManifestFile(file: unknown): file is ManifestFile {
+  const { path, size, digest } = (file ?? {}) as Record<string, unknown>;
+  return typeof path === 'string' && Number.isSafeInteger(size) && (size as number) >= 0 && typeof digest === 'string' && DIGEST.test(digest);
+}

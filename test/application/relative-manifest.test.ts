@@ -1,0 +1,65 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { OpenDeploySession } from '../../src/application/open-deploy-session.js';
+import { PruneReleases } from '../../src/application/prune-releases.js';
+import { PublishRelease } from '../../src/application/publish-release.js';
+import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
+import { BaseReleaseChanged, ManifestRejected } from '../../src/domain/errors.js';
+import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import type { Token } from '../../src/domain/token.js';
+import type { Username } from '../../src/domain/username.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore } from './fakes.js';
+
+const alice = 'alice' as Username;
+const bob = 'bob' as Username;
+const TOKENS = { alice: 'A'.repeat(32), bob: 'B'.repeat(32) };
+const R1 = '20260401T000000' as ReleaseId;
+const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
+const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
+
+async function world() {
+  const tokens = new InMemoryTokenStore();
+  await tokens.save(alice, TOKENS.alice as Token);
+  await tokens.save(bob, TOKENS.bob as Token);
+  const disk = new InMemoryDeploys();
+  const clock = new FixedClock();
+  const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 } };
+  const previews = new InMemoryPreviewLinks(clock);
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock), new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
+  const sessions = new InMemoryDeploySessions();
+  const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings);
+  // alice's docs has release R1: index.html and a.css.
+  const base = [fileOf('index.html', 'home'), fileOf('a.css', 'body{}')];
+  disk.tree.set('alice/docs', new Map([[R1, [{ path: 'index.html', content: 'home' }, { path: 'a.css', content: 'body{}' }]]]));
+  for (const content of ['home', 'body{}']) disk.storeOf(alice).set(sha256(content), content);
+  const run = (user: Username, project: string, body: { files: unknown; base?: unknown; removed?: unknown }) =>
+    open.execute({ user, token: TOKENS[user as 'alice' | 'bob'], project, preview: undefined, ...body });
+  return { run, base, sessions };
+}
+
+describe('OpenDeploySession with a base', () => {
+  it("opens a session holding the whole site: the base's files, changed, added and removed", async () => {
+    const w = await world();
+    const state = await w.run(alice, 'docs', { base: { release: R1, digest: manifestDigest(w.base) }, files: [fileOf('new.html', 'new')], removed: ['a.css'] });
+    expect(state.session.files).toEqual([fileOf('index.html', 'home'), fileOf('new.html', 'new')]);
+    expect(state.missing).toEqual([sha256('new')]);
+  });
+
+  it('refuses a wrong digest, a release of another project or user, or none, all alike', async () => {
+    const w = await world();
+    const base = { release: R1, digest: manifestDigest(w.base) };
+    await expect(w.run(alice, 'docs', { base: { ...base, digest: sha256('other') }, files: [] })).rejects.toBeInstanceOf(BaseReleaseChanged);
+    await expect(w.run(alice, 'blog', { base, files: [] })).rejects.toBeInstanceOf(BaseReleaseChanged);
+    await expect(w.run(bob, 'docs', { base, files: [] })).rejects.toBeInstanceOf(BaseReleaseChanged);
+    await expect(w.run(alice, 'docs', { base: { ...base, release: '20260402T000000' }, files: [] })).rejects.toBeInstanceOf(BaseReleaseChanged);
+    expect(w.sessions.sessions.size).toBe(0);
+  });
+
+  it('refuses a malformed base, and removed without a base, as manifest errors', async () => {
+    const w = await world();
+    await expect(w.run(alice, 'docs', { base: { release: 'latest', digest: manifestDigest(w.base) }, files: [] })).rejects.toBeInstanceOf(ManifestRejected);
+    await expect(w.run(alice, 'docs', { files: w.base, removed: [] })).rejects.toThrow('removed needs a base');
+  });
+});
