@@ -157,6 +157,8 @@ describe('a deploy whose token changed while it uploaded (real server, real dire
   async function raced(user: string, change: () => Promise<void>) {
     const token = await h.createUser(user);
     expect((await h.deploy(token, 'site', site(100))).status).toBe(200);
+    // Earlier tests' pruned releases may still be in the trash: the snapshots compare this deploy's effect alone.
+    await h.trashEmptied();
     const before = { docs: await snapshot(h.docsRoot), deploys: await snapshot(h.deploysRoot) };
     const archive = site(200_000);
     const upload = slowUpload(h.url, token, 'site', archive, Math.floor(archive.length / 2));
