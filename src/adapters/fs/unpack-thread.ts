@@ -36,8 +36,12 @@ import { lowerThisThreadsPriority } from './thread-priority.js';
 
 /** Batches of operations a job has sent the writer and not yet seen carried out. */
 const WRITER_WINDOW = 4;
-/** Inflated bytes a job holds waiting to be unpacked before its zlib is paused. */
-const QUEUE_LIMIT = 2 * 1024 * 1024;
+/**
+ * Inflated bytes a job holds waiting to be unpacked before its zlib is paused. Each
+ * queued slice pins zlib's 256 KiB output block: at 2 MiB, two deploys unpacking at once
+ * held some 10 MiB of them at the service's peak (heaptrack); 1 MiB is still four blocks ahead.
+ */
+const QUEUE_LIMIT = 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
 const garbage = new YoungGarbage(4 * 1024 * 1024);
 
