@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { sessionExpiry } from '../domain/deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
-import { applyManifestDifference, parseManifest, parseManifestBase, type Manifest } from '../domain/manifest.js';
+import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
@@ -68,10 +68,12 @@ export class OpenDeploySession {
       return parseManifest(input.files, limits);
     }
     const base = parseManifestBase(input.base);
+    // Every check that needs no disk first: a malformed request never costs a walk of the base.
+    const changes = parseManifestChanges(input.files, input.removed ?? [], limits);
     // Only this user's own release of this project: the store is per user, the release
     // directory per project, so another's release is simply not found.
     const files = await this.releases.releaseManifest(input.user, project, base.release);
     if (files === undefined || manifestDigest(files) !== base.digest) throw new BaseReleaseChanged();
-    return applyManifestDifference(files, input.files, input.removed ?? [], limits);
+    return applyManifestChanges(files, changes, limits);
   }
 }

@@ -86,39 +86,60 @@ export function parseManifestBase(base: unknown): ManifestBase {
   return { release, digest };
 }
 
+/** A manifest relative to a base as the client sent it, its shape checked: entries added or changed, paths removed. */
+export interface ManifestChanges {
+  readonly files: readonly ManifestFile[];
+  readonly removed: readonly string[];
+}
+
 /**
- * A manifest relative to `base` (the files of a release the server has): `files` the
- * entries added or changed, `removed` the paths gone, as the client sent them. A removed
- * path the base lacks, a path both changed and removed, and a path listed twice are
- * refused: each is a client whose idea of the base is wrong. The site that results is
- * then checked whole, exactly as a full manifest is.
+ * The entries and removed paths of a manifest relative to a base, checked on their own:
+ * arrays, lengths within MAX_FILES, every entry well formed, every path one the path
+ * rules take, none listed twice, none both changed and removed. All of it before the
+ * server reads a byte of the base, so a malformed request costs nothing but its parse.
  */
-export function applyManifestDifference(base: readonly ManifestFile[], files: unknown, removed: unknown, limits: ArchiveLimits): Manifest {
+export function parseManifestChanges(files: unknown, removed: unknown, limits: ArchiveLimits): ManifestChanges {
   if (!Array.isArray(files)) throw new ManifestRejected('files must be an array of {path, size, digest}');
   if (!Array.isArray(removed)) throw new ManifestRejected('removed must be an array of paths');
   // Before any entry is walked: a difference longer than any site it could make is refused.
   if (files.length > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
-  if (removed.length > base.length) throw new ManifestRejected('removed lists more paths than the base release has');
-  const site = new Map(base.map((file) => [file.path, file]));
+  if (removed.length > limits.maxFiles) throw new ManifestRejected(`removed lists more than ${limits.maxFiles} paths`);
   const gone = new Set<string>();
   for (const [index, raw] of removed.entries()) {
     if (typeof raw !== 'string') throw new ManifestRejected(`removed[${index}] is not a string`);
     const path = differencePath(raw);
     if (gone.has(path)) throw new ManifestRejected(`path removed twice: ${shownName(raw)}`);
-    if (!site.delete(path)) throw new ManifestRejected(`removed path is not in the base release: ${shownName(raw)}`);
     gone.add(path);
   }
-  const changed = new Set<string>();
+  const changed = new Map<string, ManifestFile>();
   for (const [index, entry] of files.entries()) {
     const file = parseFile(entry, index);
     const path = differencePath(file.path);
     if (gone.has(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(file.path)}`);
     if (changed.has(path)) throw new ManifestRejected(`duplicate path: ${shownName(file.path)}`);
-    changed.add(path);
-    // Map order: a changed file keeps its place, an added one comes last.
-    site.set(path, { path, size: file.size, digest: file.digest });
+    changed.set(path, { path, size: file.size, digest: file.digest });
   }
+  return { files: [...changed.values()], removed: [...gone] };
+}
+
+/**
+ * A manifest relative to `base` (the files of a release the server has) made whole. A
+ * removed path the base lacks is refused: it is a client whose idea of the base is wrong.
+ * The site that results is then checked whole, exactly as a full manifest is.
+ */
+export function applyManifestChanges(base: readonly ManifestFile[], changes: ManifestChanges, limits: ArchiveLimits): Manifest {
+  const site = new Map(base.map((file) => [file.path, file]));
+  for (const path of changes.removed) {
+    if (!site.delete(path)) throw new ManifestRejected(`removed path is not in the base release: ${shownName(path)}`);
+  }
+  // Map order: a changed file keeps its place, an added one comes last.
+  for (const file of changes.files) site.set(file.path, file);
   return parseManifest([...site.values()], limits);
+}
+
+/** Both steps at once, for a caller that has the base already. */
+export function applyManifestDifference(base: readonly ManifestFile[], files: unknown, removed: unknown, limits: ArchiveLimits): Manifest {
+  return applyManifestChanges(base, parseManifestChanges(files, removed, limits), limits);
 }
 
 /** A path of a difference as the base's are written; the path rules' refusals in a manifest's words. */

@@ -75,7 +75,8 @@ describe('a manifest relative to a base', () => {
     ['a removed path with ..', [], ['a/../../etc'], /^path contains '\.\.' component which is not allowed/],
     ['a removed path with a control character, shown escaped', [], ['a\u0007b'], /^path contains a control character: a\\u0007b$/],
     ['a long unknown removed path, shortened', [], [`${'x'.repeat(150)}/${'y'.repeat(150)}`], /^removed path is not in the base release: x{150}\/y{49}…$/],
-    ['more removed than the base has', [], ['index.html', 'a/one.html', 'a/two.html', 'empty.txt', 'five'], /^removed lists more paths than the base release has$/],
+    ['more removed than the base has', [], ['index.html', 'a/one.html', 'a/two.html', 'empty.txt', 'five'], /^removed path is not in the base release: five$/],
+    ['more removed than MAX_FILES', [], Array.from({ length: 1001 }, (_, i) => `p${i}`), /^removed lists more than 1000 paths$/],
     ['removing every file', [], base.map((f) => f.path), /^site contains no files$/],
     ['a file where the base has a directory', [entry('a', 'file')], [], /^a file and a directory share the path: a$/],
   ])('refuses %s', (_name, files, removed, message) => {

@@ -555,6 +555,9 @@ describe('a manifest relative to a release the server has (real server, real dir
       [{ base: { release: base.id, digest: 'x' }, files: [] }, 'invalid manifest: base.digest must be 64 lowercase hex digits (SHA-256)'],
       [{ base: base.id, files: [] }, 'invalid manifest: base must be an object {release, digest}'],
       [{ files: manifest(base.site), removed: ['index.html'] }, 'invalid manifest: removed needs a base'],
+      // Checked before the base is looked at: a stale base does not turn these into 409s.
+      [{ base: { release: '20000101T000000', digest: '0'.repeat(64) }, files: [], removed: 'index.html' }, 'invalid manifest: removed must be an array of paths'],
+      [{ base: { release: '20000101T000000', digest: '0'.repeat(64) }, files: [], removed: ['a/../../x'] }, "invalid manifest: path contains '..' component which is not allowed: a/../../x"],
     ] as const) {
       const reply = await open({ project: 'docs', ...body });
       expect(reply.status, error).toBe(400);
