@@ -140,6 +140,24 @@ export function releaseStoreContract(name: string, open: () => Promise<DeploysUn
       expect(before).toEqual(byPath(manifestOf('a', 'bb', 'a', '')));
     }));
 
+    it('releaseManifest names every one of many files that share one object', over(open, async (d) => {
+      // As many as the suite's limits (MAX_FILES 100) allow.
+      const same = Array.from({ length: 90 }, () => 'stub');
+      await release(d, alice, docs, R1, same);
+      const listed = await d.store.releaseManifest(alice, docs, R1);
+      expect(listed).toHaveLength(90);
+      expect(new Set(listed!.map((f) => f.digest))).toEqual(new Set([digestOf('stub')]));
+      expect(new Set(listed!.map((f) => f.path)).size).toBe(90);
+    }));
+
+    it("releaseManifest hashes a large file the store no longer names, in pieces, to its digest", over(open, async (d) => {
+      // Over three of the walk's 256 KiB reads, within the suite's MAX_EXTRACTED_BYTES.
+      const large = 'x'.repeat(900_017);
+      await release(d, alice, docs, R1, [large, 'small']);
+      await d.replaceStoredObjects(alice);
+      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(manifestOf(large, 'small')));
+    }));
+
     it('removeLeftovers never takes a release or a live link', over(open, async (d) => {
       await release(d, alice, docs, R1, ['one']);
       await release(d, alice, docs, R2, ['two']);
