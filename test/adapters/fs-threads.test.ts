@@ -107,6 +107,28 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it("a release manifest's walk, however long, does not hold back the removals and adoptions queued after it", async () => {
+    // 6,000 files of 1 byte, none in a store: the walk lists them, then hashes each, well
+    // over one step's 4,096 units; the removal queued after it is one step.
+    const release = join(root, 'walked');
+    for (let d = 0; d < 60; d += 1) {
+      await mkdir(join(release, `d${d}`), { recursive: true });
+      await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(join(release, `d${d}`, `f${f}`), 'x')));
+    }
+    const small = join(root, 'small-tree');
+    await mkdir(small);
+    const order: string[] = [];
+    const walked = threads.releaseManifest(release, join(root, 'no-store')).then((files) => {
+      order.push('walk');
+      return files;
+    });
+    const removed = threads.remove(small).then(() => order.push('removal'));
+    await Promise.all([walked, removed]);
+    // One queue in order would answer the walk first.
+    expect(order).toEqual(['removal', 'walk']);
+    expect(await walked).toHaveLength(6000);
+  });
+
   it('fails what the threads had in hand when one stops, and starts new ones for the next use', async () => {
     const dir = await mkdtemp(join(root, 'cut-'));
     const gate = { open: undefined as (() => void) | undefined };

@@ -349,12 +349,24 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-/** Removals, collections, adoptions, probes and manifests in the order asked, the first one in progress. */
-const removals: { id: number; removal: TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe | ReleaseManifestWalk }[] = [];
+type Work = TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe | ReleaseManifestWalk;
+
+/**
+ * Removals, collections, adoptions and probes in the order asked, the first one in
+ * progress; and, in a lane of their own, the walks that derive a release's manifest. A
+ * walk's cost grows with the user's whole store and any client with a token can ask for
+ * one, so the two lanes take turns, a step each: a commit's adoption never waits for
+ * walks to finish, only for one step of one.
+ */
+const queued: { id: number; removal: Work }[] = [];
+const walks: { id: number; removal: Work }[] = [];
+let walkTurn = false;
 let removing = false;
 
 function removeSome(): void {
-  const current = removals[0];
+  walkTurn = !walkTurn;
+  const lane = (walkTurn && walks.length > 0) || queued.length === 0 ? walks : queued;
+  const current = lane[0];
   if (!current) {
     removing = false;
     return;
@@ -371,14 +383,14 @@ function removeSome(): void {
     answer = { type: 'removed', id: current.id, error: (error as Error).message };
   }
   if (answer) {
-    removals.shift();
+    lane.shift();
     main.postMessage(answer);
   }
   // The unpack thread's batches, queued meanwhile, are handled before the next step.
   setImmediate(removeSome);
 }
 
-function workFor(message: RemoveRequest): (typeof removals)[number]['removal'] {
+function workFor(message: RemoveRequest): Work {
   switch (message.type) {
     case 'adopt':
       return new ObjectAdoption(message.path, message.into);
@@ -394,7 +406,7 @@ function workFor(message: RemoveRequest): (typeof removals)[number]['removal'] {
 }
 
 main.on('message', (message: RemoveRequest) => {
-  removals.push({ id: message.id, removal: workFor(message) });
+  (message.type === 'manifest' ? walks : queued).push({ id: message.id, removal: workFor(message) });
   if (!removing) {
     removing = true;
     setImmediate(removeSome);
