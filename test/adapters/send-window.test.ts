@@ -29,7 +29,7 @@ describe('SendWindow', () => {
     expect(second.buffer().buffer).not.toBe(buffer.buffer);
   });
 
-  it('keeps a buffer released twice only once, so two jobs never fill the same one', () => {
+  it('keeps a buffer released twice while it is still spare only once', () => {
     const window = new SendWindow(1003, 4);
     const buffer = window.buffer();
     window.release(buffer);

@@ -524,11 +524,11 @@ describe('a manifest relative to a release the server has (real server, real dir
     const theirRelease = (await whole('theirs', theirs, other)).id;
     const v3 = { ...base.site, 'index.html': Buffer.from('v3\n') };
     const answers = [
-      // This user's release of another project (the same id may exist there, with other files).
+      // This user's docs release, named as if it were one of blog's.
       await unchangedBy(() => relative('blog', base, v3)),
       // Another user's release, named by its true digest: this user has no such project.
       await unchangedBy(() => open({ project: 'theirs', base: { release: theirRelease, digest: canonicalDigest(theirs) }, files: [], removed: [] })),
-      // This user's own release, asked for by another user who has a project of that name.
+      // This user's own release and its true digest, asked for by another user.
       await unchangedBy(() => open({ project: 'docs', base: { release: base.id, digest: canonicalDigest(base.site) }, files: [], removed: [] }, other)),
       await unchangedBy(() => relative('docs', { ...base, id: '20200101T000000' }, v3)),
     ];
