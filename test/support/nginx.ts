@@ -15,6 +15,7 @@ function nginxBinary(): string | undefined {
 
 /** The nginx to run, or undefined when none is installed (.ci/run installs nginx-light). */
 export const NGINX = nginxBinary();
+if (!NGINX) console.warn('SKIPPED nginx tests: no nginx installed (.ci/run installs nginx-light)');
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
