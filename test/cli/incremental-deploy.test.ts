@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -82,7 +82,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     // The empty file is never sent (the protocol knows its digest); the copy's bytes go once.
     expect(first).toEqual({
       status: 'ok', project: 'docs', username: USER, url: 'https://sites.example.test/incr/docs/', release: expect.stringMatching(/^\d{8}T\d{6}$/),
-      mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 7, sentBytes: total - 6, skippedFiles: 1,
+      mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 7, sentBytes: total - 6, skippedFiles: 1, hashedFiles: 8,
     });
     expect((await uploaded(mark)).sort()).toEqual([...new Set(Object.values(files).filter((b) => b.length > 0).map(sha))].sort());
     expect(since(mark).find((e) => e.path === '/api/v1/deploys')?.body.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
@@ -336,6 +336,27 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(bodyOf(manifestRequests(mark)[0]!).base).toBeDefined();
       expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
       expect(await live('older-base')).toEqual(await contents(root));
+    });
+
+    it('reads only the files changed since the last deploy from here, and publishes a same-size edit with its time put back', async () => {
+      const root = await site('quick', { 'index.html': 'quick', ...Object.fromEntries(Object.entries(pages).slice(0, 200)) });
+      // Past the racy margin (2 s), so the first deploy may trust what it stamps.
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      expect(await deployed([root, '--project', 'quick'])).toMatchObject({ mode: 'incremental', hashedFiles: 201 });
+      expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 0, sentFiles: 0 });
+
+      const edited = join(root, pagePath(7));
+      const times = join(work, 'quick-times');
+      await writeFile(times, '');
+      execFileSync('touch', ['-r', edited, times]);
+      await writeFile(edited, '<p>edit 7</p>');
+      execFileSync('touch', ['-r', times, edited]);
+      const r = await sitedrop(['deploy', root, '--project', 'quick']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('read 1 files; 200 had not changed since the last deploy from here\n');
+      expect(await live('quick')).toEqual(await contents(root));
+      // Written just before that deploy, the edit was not stamped: read once more, then trusted.
+      expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 1, sentFiles: 0 });
     });
 
     it('ignores a corrupt or unreadable cache with a notice, deploys, and caches afresh', async () => {

@@ -2,11 +2,12 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { ApiClient, DeployTarget, Json } from './api-client.js';
-import { hashSiteFolder, measureSiteFolder, readSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
+import { measureSiteFolder, readSiteFolder, type SiteFolder } from './folder-manifest.js';
 import { deployIncrementally, MostlyNew, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
 import { cacheDirectory, ManifestCache } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
+import { hashChangedFiles, type CheckedFolder, type RememberedFiles } from './quick-check.js';
 import { packFolder } from './site-archive.js';
 import { UsageError } from './usage-error.js';
 
@@ -20,10 +21,10 @@ export interface DeployOptions {
   readonly full?: boolean;
 }
 
-function hashed(folder: SiteFolder): Promise<ManifestFile[]> {
+function hashed(folder: SiteFolder, remembered: RememberedFiles | undefined): Promise<CheckedFolder> {
   const meter = hashingMeter(folder.files.length);
   let done = 0;
-  return metered(meter, () => hashSiteFolder(folder, () => meter.update(++done)));
+  return metered(meter, () => hashChangedFiles(folder, remembered, () => meter.update(++done)));
 }
 
 /** SIGINT aborts the conversation instead of killing the process, for as long as `work` runs. */
@@ -47,6 +48,9 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
   if (json) return out(JSON.stringify({ ...answer, ...counts }));
   if (counts?.mode === 'incremental') {
     out(`sent ${count(counts.sentFiles)} of ${count(counts.totalFiles)} files (${megabytes(counts.sentBytes)} of ${megabytes(counts.totalBytes)}); ${count(counts.skippedFiles)} already on the server`);
+    if (counts.hashedFiles !== undefined && counts.hashedFiles < counts.totalFiles) {
+      out(`read ${count(counts.hashedFiles)} files; ${count(counts.totalFiles - counts.hashedFiles)} had not changed since the last deploy from here`);
+    }
   } else if (counts) out(`sent all ${count(counts.totalFiles)} files (${megabytes(counts.totalBytes)}) in one archive`);
   out(`deployed ${String(answer.project)}${answer.preview === undefined ? '' : ` preview ${String(answer.preview)}`}: release ${String(answer.release)}`);
   out(String(answer.url));
@@ -69,30 +73,32 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
   const folder = await readSiteFolder(path);
   for (const warning of folder.warnings) err(`warning: ${warning}`);
   let totalBytes: number | undefined;
-  let published: ManifestFile[] | undefined;
+  let published: CheckedFolder | undefined;
   const cache = new ManifestCache(cacheDirectory(), err);
   if (!options.full) {
-    const files = await hashed(folder);
     const base = await cache.read(api.server, target);
+    const checked = await hashed(folder, base);
+    const { files, stamps } = checked;
     const baseRefused = () => cache.forget(api.server, target);
     try {
       const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, baseRefused }));
-      await cache.write(api.server, target, { release: String(answer.release), files });
-      return report(answer, counts, options.json);
+      await cache.write(api.server, target, { release: String(answer.release), files, stamps });
+      return report(answer, { ...counts, hashedFiles: checked.hashed }, options.json);
     } catch (error) {
       if (error instanceof MostlyNew) {
         err(`${error.message}: sending the whole folder as one archive`);
-        published = files;
+        published = checked;
       } else if (error instanceof ProtocolAbsent) err(`this server has no incremental deploys (${error.message}): sending the whole folder`);
       else throw error;
     }
-    totalBytes = files.reduce((sum, file) => sum + file.size, 0);
+    totalBytes = checked.files.reduce((sum, file) => sum + file.size, 0);
   }
   totalBytes ??= await measureSiteFolder(folder);
   const answer = await uploadArchive(api, target, packFolder(folder));
   // The archive holds the files just hashed: its release is the next deploy's base. (A file
   // changed in between makes the server refuse that base once; nothing worse.)
-  if (published) await cache.write(api.server, target, { release: String(answer.release), files: published });
+  if (published) await cache.write(api.server, target, { release: String(answer.release), files: published.files, stamps: published.stamps });
   const totalFiles = folder.files.length;
-  report(answer, { mode: 'full', sentFiles: totalFiles, sentBytes: totalBytes, skippedFiles: 0, totalFiles, totalBytes }, options.json);
+  const hashedFiles = published === undefined ? {} : { hashedFiles: published.hashed };
+  report(answer, { mode: 'full', sentFiles: totalFiles, sentBytes: totalBytes, skippedFiles: 0, totalFiles, totalBytes, ...hashedFiles }, options.json);
 }

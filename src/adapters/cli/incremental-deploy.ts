@@ -16,6 +16,8 @@ export interface DeployCounts {
   readonly skippedFiles: number;
   readonly totalFiles: number;
   readonly totalBytes: number;
+  /** Files read and hashed; the others had not changed since the last deploy from this machine. Absent when nothing was hashed (--full). */
+  readonly hashedFiles?: number;
 }
 
 /** The server has no incremental protocol (an older sitedrop): the caller sends a tarball instead. */

@@ -6,16 +6,21 @@ import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
 import type { ManifestFile } from './folder-manifest.js';
+import type { FileStamp, RememberedFiles } from './quick-check.js';
 
-/** A release this machine published, with the manifest it was built from: the next deploy's base. */
-export interface PublishedManifest {
+/**
+ * A release this machine published, with the manifest it was built from: the next
+ * deploy's base. With each file's stamp where it could be trusted, so the next deploy
+ * reads only the files changed since (quick-check.ts).
+ */
+export interface PublishedManifest extends RememberedFiles {
   readonly release: string;
-  readonly files: readonly ManifestFile[];
 }
 
 const FORMAT = 1;
 const RELEASE_ID = /^\d{8}T\d{6}$/;
 const DIGEST = /^[0-9a-f]{64}$/;
+const STAMP = /^\d+:\d+:\d+:\d+:\d+$/;
 const compress = promisify(gzip);
 const inflate = promisify(gunzip);
 
@@ -72,7 +77,7 @@ export class ManifestCache {
     const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const body = { format: FORMAT, server: serverKey(server), ...target, release: manifest.release, files: manifest.files };
+      const body = { format: FORMAT, server: serverKey(server), ...target, release: manifest.release, files: manifest.files, stamps: manifest.stamps };
       // Paths of a private site are the owner's business: readable by them alone.
       await writeFile(temporary, await compress(JSON.stringify(body)), { mode: 0o600 });
       await rename(temporary, path);
@@ -99,13 +104,18 @@ const serverKey = (server: string): string => new URL(server).href;
 
 /** A cache file's content, checked as what it is: data another program could have written. */
 function published(body: unknown, server: string, target: DeployTarget): PublishedManifest {
-  const { format, server: cachedServer, project, preview, release, files } = (body ?? {}) as Record<string, unknown>;
+  const { format, server: cachedServer, project, preview, release, files, stamps } = (body ?? {}) as Record<string, unknown>;
   if (format !== FORMAT) throw new Error('not a format this sitedrop reads');
   if (cachedServer !== serverKey(server) || project !== target.project || (preview ?? undefined) !== target.preview) throw new Error('for another server or project');
   if (typeof release !== 'string' || !RELEASE_ID.test(release)) throw new Error('no release id');
   if (!Array.isArray(files) || !files.every(isManifestFile)) throw new Error('not a list of files');
-  return { release, files };
+  // Stamps came later (a cache without them just reads every file once more).
+  if (stamps === undefined) return { release, files };
+  if (!Array.isArray(stamps) || stamps.length !== files.length || !stamps.every(isStamp)) throw new Error('stamps that do not match its files');
+  return { release, files, stamps };
 }
+
+const isStamp = (stamp: unknown): stamp is FileStamp | null => stamp === null || (typeof stamp === 'string' && STAMP.test(stamp));
 
 function isManifestFile(file: unknown): file is ManifestFile {
   const { path, size, digest } = (file ?? {}) as Record<string, unknown>;

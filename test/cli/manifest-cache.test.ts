@@ -1,0 +1,45 @@
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManifestCache } from '../../src/adapters/cli/manifest-cache.js';
+
+const SERVER = 'http://sites.example:8080';
+const files = [
+  { path: 'a.html', size: 4, digest: 'a'.repeat(64) },
+  { path: 'b.html', size: 5, digest: 'b'.repeat(64) },
+];
+
+describe("the CLI's manifest cache keeps each file's stamp beside its digest", () => {
+  let work: string;
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'sitedrop-cache-'));
+  });
+  afterAll(() => rm(work, { recursive: true, force: true }));
+
+  const cacheIn = (name: string, notices: string[] = []) => new ManifestCache(join(work, name), (line) => notices.push(line));
+  const onlyFile = async (name: string) => join(work, name, (await readdir(join(work, name)))[0]!);
+
+  it('gives back the stamps it was given, a file that could not be trusted as null', async () => {
+    const cache = cacheIn('round-trip');
+    const stamps = ['64769:1234:4:1700000000000000000:1700000000000000001', null];
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files, stamps });
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files, stamps });
+  });
+
+  it('reads a cache written before stamps (every file is read again), and ignores one whose stamps do not match its files', async () => {
+    const notices: string[] = [];
+    const cache = cacheIn('older', notices);
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files });
+    const path = await onlyFile('older');
+    const body = JSON.parse(gunzipSync(await readFile(path)).toString()) as Record<string, unknown>;
+    for (const stamps of [['1:2:3:4:5'], ['1:2:3:4:5', 'not a stamp'], 'none']) {
+      await writeFile(path, gzipSync(JSON.stringify({ ...body, stamps })));
+      expect(await cache.read(SERVER, { project: 'p' })).toBeUndefined();
+    }
+    expect(notices).toHaveLength(3);
+    expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
+  });
+});
