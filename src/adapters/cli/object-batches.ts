@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { Header } from 'tar';
-import { fileChunks, SMALL_FILE_BYTES } from './file-chunks.js';
+import { fileChunks, readFileSyncInto, SMALL_FILE_BYTES } from './file-chunks.js';
 
 /** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
 export interface MissingObject {
@@ -48,25 +48,33 @@ function header(object: MissingObject): Buffer {
   return block;
 }
 
-/** Small files read at once ahead of the one being packed: one at a time, 40,000 of them wait on 160,000 system calls in turn. */
-const READ_AHEAD = 16;
 /** Pieces of tar handed to gzip at once: each write to zlib is a trip to the thread pool, and headers are 512 bytes. */
 const GZIP_INPUT_BYTES = 64 * 1024;
+/**
+ * Fastest level: the batch is mostly pages already squeezed by their build or fresh
+ * media; level 6 took a third longer for 5% fewer bytes (250 pages, 2.4 MB).
+ */
+const GZIP_LEVEL = 1;
 
 const isSmall = (object: MissingObject): boolean => object.size <= SMALL_FILE_BYTES;
 
-async function wholeFile(root: string, object: MissingObject): Promise<Buffer> {
+/**
+ * A small file's bytes, read synchronously as the hashing reads them (file-chunks.ts
+ * says why): one byte more is asked for, so a file grown since it was hashed shows it.
+ */
+function smallFile(root: string, object: MissingObject): Buffer {
+  const buffer = Buffer.allocUnsafe(object.size + 1);
   const chunks: Buffer[] = [];
-  for await (const chunk of fileChunks(root, object.path, object.size)) chunks.push(chunk);
-  return Buffer.concat(chunks);
+  // A read shorter than the buffer is the last, so only then may its view of the buffer be kept.
+  readFileSyncInto(root, object.path, buffer, (chunk) => chunks.push(chunk.length < buffer.length ? chunk : Buffer.from(chunk)));
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 /**
- * The tar, in pieces of about 64 KiB: small files read a few ahead and whole, large ones
- * streamed, each checked against the digest it was hashed to.
+ * The tar, in pieces of about 64 KiB: small files read whole, large ones streamed, each
+ * checked against the digest it was hashed to.
  */
 async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void): AsyncGenerator<Buffer> {
-  const ahead = new Map<number, Promise<Buffer>>();
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   const take = (piece: Buffer): void => {
@@ -80,15 +88,7 @@ async function* tarEntries(root: string, batch: readonly MissingObject[], onByte
     return piece;
   };
   let packed = 0;
-  for (let index = 0; index < batch.length; index++) {
-    for (let next = index; next < Math.min(batch.length, index + READ_AHEAD); next++) {
-      if (ahead.has(next) || !isSmall(batch[next]!)) continue;
-      const read = wholeFile(root, batch[next]!);
-      // Awaited in its turn; until then a failure must not count as unhandled.
-      read.catch(() => undefined);
-      ahead.set(next, read);
-    }
-    const object = batch[index]!;
+  for (const object of batch) {
     const hash = createHash('sha256');
     let read = 0;
     const count = (chunk: Buffer): void => {
@@ -98,8 +98,7 @@ async function* tarEntries(root: string, batch: readonly MissingObject[], onByte
     };
     take(header(object));
     if (isSmall(object)) {
-      const bytes = await ahead.get(index)!;
-      ahead.delete(index);
+      const bytes = smallFile(root, object);
       count(bytes);
       take(bytes);
     } else {
@@ -125,6 +124,6 @@ async function* tarEntries(root: string, batch: readonly MissingObject[], onByte
  */
 export function packObjects(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void = () => undefined): Readable {
   const packed = new PassThrough({ highWaterMark: PACKED_AHEAD_BYTES });
-  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false }), createGzip(), packed, () => undefined);
+  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false }), createGzip({ level: GZIP_LEVEL }), packed, () => undefined);
   return packed;
 }
