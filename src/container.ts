@@ -53,6 +53,7 @@ import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/archive-extra
 import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
 import { trimHeap } from './adapters/fs/heap-trim.js';
+import { ManifestMemory } from './adapters/fs/manifest-memory.js';
 import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
 import { NodeStaging } from './adapters/fs/node-staging.js';
@@ -74,6 +75,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.
   c.bind(DeploysTree).toSelf().inSingletonScope();
+  // What the staging assembled, the release store remembers once it is a release: one memory for both.
+  c.bind(ManifestMemory).toSelf().inSingletonScope();
   c.bind(STAGING).to(NodeStaging).inSingletonScope();
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
   c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();

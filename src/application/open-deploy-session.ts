@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { sessionExpiry } from '../domain/deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
-import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Manifest } from '../domain/manifest.js';
+import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Digest, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
@@ -50,22 +50,25 @@ export class OpenDeploySession {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await this.publisher.assertStillAuthorised(input.user, input.token, project, preview);
-    const manifest = await this.wholeManifest(input, project, this.settings.archiveLimits);
+    const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
     const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const session = { user: input.user, project, preview, files: manifest.files, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
-    // refused like any other, before a session exists.
-    const missing = await this.objects.missing(input.user, undefined, manifest.objects);
+    // refused like any other, before a session exists. The base's own files are in the
+    // store (the release links them), so only what the changes name is looked for; one
+    // lost meanwhile is what the publish finds missing, as for any deploy.
+    const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest]) => !inBase.has(digest)));
+    const missing = await this.objects.missing(input.user, undefined, sought);
     const id = await this.sessions.open(session, maxPerUser, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
     return stateOf({ id, ...session }, manifest, missing);
   }
 
-  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<Manifest> {
+  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlySet<Digest> }> {
     if (input.base === undefined) {
       if (input.removed !== undefined) throw new ManifestRejected('removed needs a base');
-      return parseManifest(input.files, limits);
+      return { manifest: parseManifest(input.files, limits) };
     }
     const base = parseManifestBase(input.base);
     // Every check that needs no disk first: a malformed request never costs a walk of the base.
@@ -74,6 +77,6 @@ export class OpenDeploySession {
     // directory per project, so another's release is simply not found.
     const files = await this.releases.releaseManifest(input.user, project, base.release);
     if (files === undefined || manifestDigest(files) !== base.digest) throw new BaseReleaseChanged();
-    return applyManifestChanges(files, changes, limits);
+    return { manifest: applyManifestChanges(files, changes, limits), inBase: new Set(files.map((file) => file.digest)) };
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -508,6 +508,26 @@ describe('a manifest relative to a release the server has (real server, real dir
     expect(again.opened.body.missing).toEqual([]);
     expect(digestsOf(await releaseFiles(release('rel', 'docs', again.id)))).toEqual(digestsOf(v2));
     base = { id: again.id, site: v2 };
+  });
+
+  it("a base's file whose bytes the store lost is not looked for at the open (the base links it) but asked for at the publish, then published", async () => {
+    const lostPath = 'docs/part-2/page-6.html';
+    const lost = createHash('sha256').update(base.site[lostPath]!).digest('hex');
+    await rm(join(h.deploysRoot, 'rel', '.objects', lost.slice(0, 1), lost.slice(1)));
+    const v3 = { ...base.site, 'index.html': Buffer.from('v3 lost\n') };
+    const opened = await relative('docs', base, v3);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    expect(opened.body.missing).toEqual([createHash('sha256').update('v3 lost\n').digest('hex')]);
+    const id = String(opened.body.id);
+    expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(v3, opened.body.missing as string[]) })).status).toBe(200);
+    const refused = await h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
+    expect(refused.status).toBe(409);
+    expect(refused.body.missing).toEqual([lost]);
+    expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(v3, [lost]) })).status).toBe(200);
+    const published = await h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    expect(digestsOf(await releaseFiles(release('rel', 'docs', published.body.release as string)))).toEqual(digestsOf(v3));
+    base = { id: published.body.release as string, site: v3 };
   });
 
   it('a base digest that is not the release\'s files: 409, nothing opened or changed', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { DeploysTree } from '../../src/adapters/fs/deploys-tree.js';
 import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
+import { ManifestMemory } from '../../src/adapters/fs/manifest-memory.js';
 import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
 import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
@@ -16,6 +17,8 @@ export interface RealDeploys {
   readonly staging: NodeStaging;
   readonly store: NodeReleaseStore;
   readonly objects: NodeSessionObjects;
+  /** The file-system threads they share, to watch what work reaches them. */
+  readonly threads: FsThreads;
   /** Waits for the background deletions; returns any that failed. */
   settle(): Promise<string[]>;
   close(): Promise<void>;
@@ -29,13 +32,15 @@ export async function realDeploys(prefix: string): Promise<RealDeploys> {
   const deploysRoot = join(root, 'deploys');
   const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, threads);
   const extractor = new ArchiveExtractor(threads);
+  const manifests = new ManifestMemory();
   const deploys = {
     root,
     docsRoot,
     deploysRoot,
-    staging: new NodeStaging(tree, extractor, new SilentLogger()),
-    store: new NodeReleaseStore(tree, threads),
+    staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests),
+    store: new NodeReleaseStore(tree, threads, manifests),
     objects: new NodeSessionObjects(tree, extractor, threads),
+    threads,
     settle: () => tree.settle(),
     async close() {
       await tree.settle();

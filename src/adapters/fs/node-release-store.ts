@@ -12,6 +12,7 @@ import { DeploysTree, isMissing } from './deploys-tree.js';
 import { fsyncDirectory, mkdirDurable } from './durability.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
+import { ManifestMemory } from './manifest-memory.js';
 import { treeBytes } from './tree-bytes.js';
 
 /** Releases whose size is remembered; past this the oldest measurements are forgotten. */
@@ -31,6 +32,7 @@ export class NodeReleaseStore implements ReleaseStore {
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(ManifestMemory) private readonly manifests: ManifestMemory,
   ) {
     this.docsRoot = tree.roots.docsRoot;
   }
@@ -41,10 +43,15 @@ export class NodeReleaseStore implements ReleaseStore {
     // The release's new bytes join the store only now, under the project's lock: a
     // deploy refused before this point leaves the store as it was. The release holds its
     // own links, so a store entry lost in a crash costs only sharing, never a file.
+    const files = this.manifests.takeStaged(staged.handle);
     await this.threads.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
-    await rename(staged.handle, join(projectDir, id));
+    const dir = join(projectDir, id);
+    await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
+    // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
+    const identity = files && (await directoryIdentity(dir));
+    if (files && identity) this.manifests.remember(dir, identity, files);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -72,22 +79,16 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    await this.tree.throwAway(join(this.tree.projectDir(user, project), id));
+    const dir = join(this.tree.projectDir(user, project), id);
+    this.manifests.forget(dir);
+    await this.tree.throwAway(dir);
     this.tree.collectObjects(user);
   }
 
   async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
     const dir = join(this.tree.projectDir(user, project), id);
-    let identity: string;
-    try {
-      // A release never changes once committed, but one removed (by any replica) and
-      // committed again under the same id is another directory: its inode and ctime differ.
-      const info = await stat(dir, { bigint: true });
-      identity = `${info.dev}:${info.ino}:${info.ctimeNs}`;
-    } catch (error) {
-      if (isMissing(error)) return 0;
-      throw error;
-    }
+    const identity = await directoryIdentity(dir);
+    if (identity === undefined) return 0;
     const known = this.measured.get(dir);
     if (known?.identity === identity) return known.bytes;
     const bytes = await treeBytes(dir);
@@ -97,10 +98,17 @@ export class NodeReleaseStore implements ReleaseStore {
     return bytes;
   }
 
-  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
+  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
+    const dir = join(this.tree.projectDir(user, project), id);
+    const identity = await directoryIdentity(dir);
+    if (identity === undefined) return undefined;
+    const remembered = this.manifests.recall(dir, identity);
+    if (remembered) return remembered;
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
-    return this.threads.releaseManifest(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user));
+    const files = await this.threads.releaseManifest(dir, this.tree.objectsDir(user));
+    if (files) this.manifests.remember(dir, identity, files);
+    return files;
   }
 
   async projects(user: Username): Promise<ProjectName[]> {
@@ -150,5 +158,20 @@ export class NodeReleaseStore implements ReleaseStore {
     }
     await this.tree.collectEveryStore();
     return removed;
+  }
+}
+
+/**
+ * What tells a release directory from another made under the same path: a release never
+ * changes once committed, but one removed (by any replica) and committed again under the
+ * same id is another directory, with another inode and ctime. Undefined if there is none.
+ */
+async function directoryIdentity(dir: string): Promise<string | undefined> {
+  try {
+    const info = await stat(dir, { bigint: true });
+    return `${info.dev}:${info.ino}:${info.ctimeNs}`;
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
   }
 }

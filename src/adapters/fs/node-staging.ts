@@ -8,6 +8,7 @@ import { LOGGER, type Logger } from '../log/logger.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
 import { DeploysTree, type StagingArea } from './deploys-tree.js';
 import { syncFilesystem } from './durability.js';
+import { ManifestMemory } from './manifest-memory.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
@@ -27,6 +28,7 @@ export class NodeStaging implements Staging {
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
     @inject(LOGGER) private readonly logger: Logger,
+    @inject(ManifestMemory) private readonly manifests: ManifestMemory,
   ) {}
 
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
@@ -37,15 +39,18 @@ export class NodeStaging implements Staging {
     });
   }
 
-  assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
-    return this.fill(user, 'assemble', async (area) => {
+  async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
+    const staged = await this.fill(user, 'assemble', async (area) => {
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) };
       const built = await this.extractor.assemble(files, area.dir, objects, area.chmod);
       return { files: built.files, bytes: built.bytes, logged: { session } };
     });
+    this.manifests.stage(staged.handle, files);
+    return staged;
   }
 
   async discard(staged: StagedRelease): Promise<void> {
+    this.manifests.takeStaged(staged.handle);
     await this.tree.throwAwayStagingArea(staged.handle);
   }
 

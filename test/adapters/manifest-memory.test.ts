@@ -1,0 +1,103 @@
+import { rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { ManifestMemory, REMEMBERED_FILES_MAX } from '../../src/adapters/fs/manifest-memory.js';
+import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
+import { alice, digestOf, docs, going, LIMITS, R1, R2 } from '../contracts/deploys-under-test.js';
+import { realDeploys } from '../support/real-deploys.js';
+import { file, tgz } from '../support/tar-builder.js';
+
+const SESSION = '0123456789abcdef0123456789abcdef';
+const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
+const many = (n: number, tag: string): ManifestFile[] => Array.from({ length: n }, (_, i) => ({ path: `${tag}/${i}.html`, size: i, digest: digestOf(`${tag} ${i}`) }));
+
+describe('ManifestMemory', () => {
+  it('gives back exactly what it was given: paths of any script, empty files, sizes past 4 GiB', () => {
+    const memory = new ManifestMemory();
+    const files: ManifestFile[] = [
+      { path: 'docs/guide/深い/ページ.html', size: 9, digest: digestOf('ページ') },
+      { path: 'empty.txt', size: 0, digest: EMPTY_DIGEST },
+      { path: 'media/huge.mp4', size: 5 * 1024 ** 3 + 7, digest: digestOf('huge') },
+    ];
+    memory.remember('/r/1', 'id-1', files);
+    expect(memory.recall('/r/1', 'id-1')).toEqual(files);
+    expect(memory.recall('/r/2', 'id-1')).toBeUndefined();
+  });
+
+  it('forgets a directory that is not the one remembered any more (another inode or ctime)', () => {
+    const memory = new ManifestMemory();
+    memory.remember('/r/1', 'id-1', many(3, 'a'));
+    expect(memory.recall('/r/1', 'id-2')).toBeUndefined();
+    // Forgotten, not just hidden: the old identity is no good either.
+    expect(memory.recall('/r/1', 'id-1')).toBeUndefined();
+  });
+
+  it(`holds at most ${REMEMBERED_FILES_MAX} files, forgetting the least recently used first; none larger than that`, () => {
+    const memory = new ManifestMemory();
+    const third = Math.floor(REMEMBERED_FILES_MAX / 3);
+    memory.remember('/a', 'a', many(third, 'a'));
+    memory.remember('/b', 'b', many(third, 'b'));
+    memory.remember('/c', 'c', many(third, 'c'));
+    expect(memory.recall('/a', 'a')).toHaveLength(third); // now the most recently used
+    memory.remember('/d', 'd', many(third, 'd'));
+    expect(memory.recall('/b', 'b')).toBeUndefined();
+    for (const dir of ['/a', '/c', '/d']) expect(memory.recall(dir, dir.slice(1)), dir).toHaveLength(third);
+    memory.remember('/huge', 'h', many(REMEMBERED_FILES_MAX + 1, 'h'));
+    expect(memory.recall('/huge', 'h')).toBeUndefined();
+    expect(memory.recall('/a', 'a')).toHaveLength(third);
+  });
+
+  it('keeps a staged manifest until it is taken, once', () => {
+    const memory = new ManifestMemory();
+    memory.stage('/staging/x', many(2, 's'));
+    expect(memory.takeStaged('/staging/x')).toEqual(many(2, 's'));
+    expect(memory.takeStaged('/staging/x')).toBeUndefined();
+  });
+});
+
+describe('the release store and staging share what was assembled (real directories)', () => {
+  const wanted: ManifestFile[] = [
+    { path: 'index.html', size: 4, digest: digestOf('home') },
+    { path: 'docs/深い.html', size: 4, digest: digestOf('deep') },
+    { path: 'docs/empty.txt', size: 0, digest: EMPTY_DIGEST },
+  ];
+  const batch = async function* () {
+    yield tgz([file(digestOf('home'), 'home'), file(digestOf('deep'), 'deep')]);
+  };
+  const expected = new Map([[digestOf('home'), 4], [digestOf('deep'), 4]]);
+
+  it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      const walks = vi.spyOn(d.threads, 'releaseManifest');
+      await d.objects.receive(alice, SESSION, batch(), expected, going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
+      expect(walks).not.toHaveBeenCalled();
+
+      await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()), alice, docs, R2);
+      const fromArchive = [{ path: 'a.html', size: 1, digest: digestOf('a') }];
+      expect(await d.store.releaseManifest(alice, docs, R2)).toEqual(fromArchive);
+      expect(await d.store.releaseManifest(alice, docs, R2)).toEqual(fromArchive);
+      expect(walks).toHaveBeenCalledTimes(1);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('walks a release that another replica removed and made again under the same id, and answers its new files', async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      await d.objects.receive(alice, SESSION, batch(), expected, going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('other.html', 'other')]); })(), LIMITS, going()), alice, docs, R2);
+      // What another replica's prune then commit does: the directory goes, another takes its name.
+      const project = join(d.deploysRoot, alice, docs);
+      await rm(join(project, R1), { recursive: true });
+      await rename(join(project, R2), join(project, R1));
+      expect(await d.store.releaseManifest(alice, docs, R1)).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
+    } finally {
+      await d.close();
+    }
+  });
+});
