@@ -143,14 +143,21 @@ async function shapeRun(work, name) {
     for (let round = 1; round <= Number(opts.rounds); round += 1) {
       const changed = churn(fixture.site, Number(opts.churn), round);
       const full = tarball();
-      // Alternated: A B, then B A, so neither always meets the disk the other left.
+      // Alternated: A B, then B A, so neither always meets the disk the other left. Each
+      // starts with nothing dirty (sync, untimed): the service's flush (syncfs) writes out
+      // whatever the filesystem holds, so without it the CLI would pay for writing the
+      // by-hand copy (or the tarball deploy) just before it, and rsync never for its own.
       let cliMs;
       let handMs;
       if (round % 2) {
+        execFileSync('sync');
         cliMs = (await cli([])).ms;
+        execFileSync('sync');
         handMs = await byHand(fixture.site, releases, round);
       } else {
+        execFileSync('sync');
         handMs = await byHand(fixture.site, releases, round);
+        execFileSync('sync');
         cliMs = (await cli([])).ms;
       }
       const wire = proxy.take();

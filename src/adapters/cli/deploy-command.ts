@@ -70,13 +70,15 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     if (!/\.(tar\.gz|tgz)$/.test(path)) throw new UsageError(`${path} is neither a folder nor a .tar.gz file`);
     return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
   }
+  const cache = new ManifestCache(cacheDirectory(), err);
+  // Read (and inflated off this thread) while the folder is walked.
+  const cached = options.full ? undefined : cache.read(api.server, target);
   const folder = await readSiteFolder(path);
   for (const warning of folder.warnings) err(`warning: ${warning}`);
   let totalBytes: number | undefined;
   let published: CheckedFolder | undefined;
-  const cache = new ManifestCache(cacheDirectory(), err);
   if (!options.full) {
-    const base = await cache.read(api.server, target);
+    const base = await cached;
     const checked = await hashed(folder, base);
     const { files, stamps } = checked;
     const baseRefused = () => cache.forget(api.server, target);

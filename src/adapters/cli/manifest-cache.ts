@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { promisify } from 'node:util';
-import { gunzip, gzip } from 'node:zlib';
+import { gunzip, gzip, type ZlibOptions } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
 import type { ManifestFile } from './folder-manifest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
@@ -21,7 +21,7 @@ const FORMAT = 1;
 const RELEASE_ID = /^\d{8}T\d{6}$/;
 const DIGEST = /^[0-9a-f]{64}$/;
 const STAMP = /^\d+:\d+:\d+:\d+:\d+$/;
-const compress = promisify(gzip);
+const compress = promisify<Parameters<typeof gzip>[0], ZlibOptions, Buffer>(gzip);
 const inflate = promisify(gunzip);
 
 /**
@@ -79,7 +79,8 @@ export class ManifestCache {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       const body = { format: FORMAT, server: serverKey(server), ...target, release: manifest.release, files: manifest.files, stamps: manifest.stamps };
       // Paths of a private site are the owner's business: readable by them alone.
-      await writeFile(temporary, await compress(JSON.stringify(body)), { mode: 0o600 });
+      // Level 1: a deploy waits for this; level 6 took twice as long (5,000 files: 20 ms) for 7% less.
+      await writeFile(temporary, await compress(JSON.stringify(body), { level: 1 }), { mode: 0o600 });
       await rename(temporary, path);
     } catch (error) {
       await unlink(temporary).catch(() => undefined);
