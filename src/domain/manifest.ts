@@ -43,21 +43,43 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
   if (!Array.isArray(files)) throw new ManifestRejected('files must be an array of {path, size, digest}');
   // Checked before any entry: a count far over the limit is refused without walking it.
   if (files.length > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
+  return checkedSite(
+    files.map((entry: unknown, index) => {
+      const file = parseFile(entry, index);
+      return { path: sitePath(file.path), size: file.size, digest: file.digest };
+    }),
+    limits,
+  );
+}
+
+/** A file's path as the path rules write it, refused in a manifest's words. */
+function sitePath(raw: string): string {
+  const path = inManifestWords(() => normaliseEntryPath(raw));
+  if (path === '') throw new ManifestRejected(`a file cannot be the site root: ${shownName(raw)}`);
+  return path;
+}
+
+/** The archive's words, "archive has more than ...", read as well for a manifest. */
+function inManifestWords<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason.replace(/^archive /, 'site '));
+    throw error;
+  }
+}
+
+/**
+ * The rules over a whole site, for entries already well formed with paths as the path
+ * rules write them (a full manifest's, or a base release's with the changes to it):
+ * duplicates and file/directory clashes, MAX_FILES counting the directories paths imply,
+ * MAX_BYTES, the empty file's digest, one size per content, at least one file.
+ */
+function checkedSite(files: readonly ManifestFile[], limits: ArchiveLimits): Manifest {
   const ledger = new ArchiveLedger(limits);
   const objects = new Map<Digest, number>();
-  const parsed: ManifestFile[] = [];
-  for (const [index, entry] of files.entries()) {
-    const file = parseFile(entry, index);
-    try {
-      const path = normaliseEntryPath(file.path);
-      if (path === '') throw new ArchiveRejected(`a file cannot be the site root: ${shownName(file.path)}`);
-      ledger.admit('file', path, file.size);
-      parsed.push({ path, size: file.size, digest: file.digest });
-    } catch (error) {
-      // The archive's words, "archive has more than ...", read as well for a manifest.
-      if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason.replace(/^archive /, 'site '));
-      throw error;
-    }
+  for (const file of files) {
+    inManifestWords(() => ledger.admit('file', file.path, file.size));
     if (file.size === 0) {
       if (file.digest !== EMPTY_DIGEST) throw new ManifestRejected(`an empty file's digest must be ${EMPTY_DIGEST}: ${shownName(file.path)}`);
       continue;
@@ -67,8 +89,8 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
     if (known !== undefined && known !== file.size) throw new ManifestRejected(`digest listed with two sizes: ${shownName(file.path)}`);
     objects.set(file.digest, file.size);
   }
-  if (parsed.length === 0) throw new ManifestRejected('site contains no files');
-  return { files: parsed, objects, bytes: ledger.bytes };
+  if (files.length === 0) throw new ManifestRejected('site contains no files');
+  return { files, objects, bytes: ledger.bytes };
 }
 
 /** The release a manifest is relative to, and the digest (manifest-digest.ts) of its files as the client believes them. */
@@ -114,7 +136,7 @@ export function parseManifestChanges(files: unknown, removed: unknown, limits: A
   const changed = new Map<string, ManifestFile>();
   for (const [index, entry] of files.entries()) {
     const file = parseFile(entry, index);
-    const path = differencePath(file.path);
+    const path = sitePath(file.path);
     if (gone.has(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(file.path)}`);
     if (changed.has(path)) throw new ManifestRejected(`duplicate path: ${shownName(file.path)}`);
     changed.set(path, { path, size: file.size, digest: file.digest });
@@ -134,7 +156,10 @@ export function applyManifestChanges(base: readonly ManifestFile[], changes: Man
   }
   // Map order: a changed file keeps its place, an added one comes last.
   for (const file of changes.files) site.set(file.path, file);
-  return parseManifest([...site.values()], limits);
+  // Every entry is well formed already (the base's are a release's, the changes were
+  // parsed): only the rules over the whole site are left to check.
+  if (site.size > limits.maxFiles) throw new ManifestRejected(`more than ${limits.maxFiles} files and directories`);
+  return checkedSite([...site.values()], limits);
 }
 
 /** Both steps at once, for a caller that has the base already. */
