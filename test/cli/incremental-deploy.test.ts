@@ -359,6 +359,23 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 1, sentFiles: 0 });
     });
 
+    it('keeps the releases of two accounts sharing a cache directory apart (each has a project of that name)', async () => {
+      const otherToken = await h.createUser('incr-other');
+      const mine = await site('shared-mine', { 'index.html': 'mine', ...Object.fromEntries(Object.entries(pages).slice(0, 50)) });
+      const theirs = await site('shared-theirs', { 'index.html': 'theirs', ...Object.fromEntries(Object.entries(pages).slice(50, 100)) });
+      await deployed([mine, '--project', 'shared']);
+      await deployed([theirs, '--project', 'shared'], otherToken);
+      for (const [root, secret] of [[mine, token], [theirs, otherToken]] as const) {
+        await writeFile(join(root, 'index.html'), `${root} again`);
+        const mark = proxy.seen.length;
+        const r = await sitedrop(['deploy', root, '--project', 'shared', '--json'], secret);
+        expect(r.code).toBe(0);
+        expect(r.stderr).not.toContain('whole manifest');
+        expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)[0]).toBe('POST /api/v1/deploys 201');
+        expect(bodyOf(manifestRequests(mark)[0]!).base).toBeDefined();
+      }
+    });
+
     it('ignores a corrupt or unreadable cache with a notice, deploys, and caches afresh', async () => {
       const root = await site('corrupt', files);
       await deployed([root, '--project', 'corrupt']);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { request as requestTls } from 'node:https';
 import { Readable } from 'node:stream';
@@ -54,6 +55,11 @@ export class ApiClient {
     readonly server: string,
     private readonly token: string | undefined,
   ) {}
+
+  /** Tells one credential from another without keeping it: a SHA-256 of the token (of nothing without one). */
+  get account(): string {
+    return createHash('sha256').update(this.token ?? '').digest('hex');
+  }
 
   async call(method: string, path: string, body?: Json): Promise<Json> {
     const reply = await this.fetch(method, path, body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });

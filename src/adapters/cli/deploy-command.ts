@@ -70,7 +70,7 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     if (!/\.(tar\.gz|tgz)$/.test(path)) throw new UsageError(`${path} is neither a folder nor a .tar.gz file`);
     return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
   }
-  const cache = new ManifestCache(cacheDirectory(), err);
+  const cache = new ManifestCache(cacheDirectory(), err, api.account);
   // Read (and inflated off this thread) while the folder is walked.
   const cached = options.full ? undefined : cache.read(api.server, target);
   const folder = await readSiteFolder(path);

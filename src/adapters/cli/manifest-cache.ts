@@ -50,6 +50,12 @@ export class ManifestCache {
   constructor(
     private readonly dir: string | undefined,
     private readonly notice: (line: string) => void,
+    /**
+     * Whose releases: a fingerprint of the credential (ApiClient.account). Two accounts
+     * sharing a cache directory (one CI machine) each have a project of that name, and
+     * would otherwise offer each other's releases as bases, one refusal each time.
+     */
+    private readonly account = '',
   ) {}
 
   async read(server: string, target: DeployTarget): Promise<PublishedManifest | undefined> {
@@ -95,7 +101,7 @@ export class ManifestCache {
 
   private pathOf(server: string, target: DeployTarget): string | undefined {
     if (this.dir === undefined) return undefined;
-    const key = createHash('sha256').update(JSON.stringify([serverKey(server), target.project, target.preview ?? null])).digest('hex');
+    const key = createHash('sha256').update(JSON.stringify([serverKey(server), this.account, target.project, target.preview ?? null])).digest('hex');
     return join(this.dir, `${key.slice(0, 32)}.json.gz`);
   }
 }
