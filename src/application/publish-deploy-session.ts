@@ -37,7 +37,8 @@ export class PublishDeploySession {
       staged,
       stageMs: this.clock.now().getTime() - started,
       claim: async () => {
-        if ((await this.sessions.find(session.id)) === undefined) throw new DeploySessionNotFound();
+        // Whether it is still open, not the session itself: its manifest was read already.
+        if (!(await this.sessions.stillOpen([session.id])).has(session.id)) throw new DeploySessionNotFound();
       },
     });
     // The release is live; a session left open by a failure here expires like any other.
