@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
-import { createUser, httpDeploy, startService } from './service.mjs';
+import { createUser, httpDeploy, procStatus, startService } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLI = join(here, '..', 'dist', 'sitedrop.mjs');
@@ -180,6 +180,8 @@ async function shapeRun(work, name) {
     const result = {
       name,
       files: fixture.files,
+      // The service's peak over the whole shape: tarball and incremental deploys, the manifests it remembers.
+      peakRssMiB: procStatus(service.pid, 'VmHWM') / 1024,
       firstDeployMs: first.ms,
       firstWire,
       medianRatio: median(rows.map((r) => r.ratio)),
@@ -193,7 +195,7 @@ async function shapeRun(work, name) {
     };
     console.log(
       `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
-        `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one`,
+        `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB`,
     );
     return result;
   } finally {

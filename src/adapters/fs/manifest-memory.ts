@@ -2,10 +2,12 @@ import { injectable } from 'inversify';
 import type { Digest, ManifestFile } from '../../domain/manifest.js';
 
 /**
- * Manifests held at most, counted in files: about 90 bytes each (digest, size, path),
- * so some 9 MB, five docs sites of 40,000 pages. Past it the least recently used go.
+ * Manifests held at most, counted in files: about 80-90 bytes each (digest, size, path),
+ * so some 4.5 MB, the last release of a 40,000-page docs site and a few smaller ones.
+ * Past it the least recently used go. It is memory every later deploy runs beside: the
+ * service is held to 128 MiB with three deploys at once (docs/performance.md).
  */
-export const REMEMBERED_FILES_MAX = 100_000;
+export const REMEMBERED_FILES_MAX = 50_000;
 
 const DIGEST_BYTES = 32;
 const SIZE_BYTES = 8;
