@@ -56,16 +56,18 @@ export class OpenDeploySession {
     const session = { user: input.user, project, preview, files: manifest.files, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists. The base's own files are in the
-    // store (the release links them), so only what the changes name is looked for; one
-    // lost meanwhile is what the publish finds missing, as for any deploy.
-    const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest]) => !inBase.has(digest)));
+    // store (the release links them), so a content the base holds at the size the
+    // manifest gives is not looked for; one lost meanwhile is what the publish finds
+    // missing, as for any deploy. Any other size is looked up, and refused as the lie it
+    // is: the base's file of that content may be among those removed.
+    const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest, size]) => inBase.get(digest) !== size));
     const missing = await this.objects.missing(input.user, undefined, sought);
     const id = await this.sessions.open(session, maxPerUser, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
     return stateOf({ id, ...session }, manifest, missing);
   }
 
-  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlySet<Digest> }> {
+  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlyMap<Digest, number> }> {
     if (input.base === undefined) {
       if (input.removed !== undefined) throw new ManifestRejected('removed needs a base');
       return { manifest: parseManifest(input.files, limits) };
@@ -77,6 +79,6 @@ export class OpenDeploySession {
     // directory per project, so another's release is simply not found.
     const files = await this.releases.releaseManifest(input.user, project, base.release);
     if (files === undefined || manifestDigest(files) !== base.digest) throw new BaseReleaseChanged();
-    return { manifest: applyManifestChanges(files, changes, limits), inBase: new Set(files.map((file) => file.digest)) };
+    return { manifest: applyManifestChanges(files, changes, limits), inBase: new Map(files.map((file) => [file.digest, file.size])) };
   }
 }

@@ -530,6 +530,16 @@ describe('a manifest relative to a release the server has (real server, real dir
     base = { id: published.body.release as string, site: v3 };
   });
 
+  it("a size that lies about a base's content, its file removed so no other entry holds the truth: 400, nothing opened or changed", async () => {
+    const bigPath = 'docs/part-0/page-4.html';
+    const big = base.site[bigPath]!;
+    const digest = sha256(big);
+    const files = Array.from({ length: 3 }, (_, i) => ({ path: `lie-${i}.bin`, size: 1, digest }));
+    const reply = await unchangedBy(() => open({ project: 'docs', base: { release: base.id, digest: canonicalDigest(base.site) }, files, removed: [bigPath] }));
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe(`invalid manifest: size does not match the object's: ${digest} is not 1 bytes`);
+  });
+
   it('a base digest that is not the release\'s files: 409, nothing opened or changed', async () => {
     const v3 = { ...base.site, 'index.html': Buffer.from('v3\n') };
     const wrong = { ...base.site, 'index.html': Buffer.from('what the client wrongly believes\n') };
