@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
-import { hashChangedFiles, RACY_MARGIN_NS, stampOf } from '../../src/adapters/cli/quick-check.js';
+import { hashChangedFiles, RACY_MARGIN_NS, stampOf, stampsHoldUnder } from '../../src/adapters/cli/quick-check.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
 
 const sha = (bytes: string) => createHash('sha256').update(bytes).digest('hex');
@@ -30,18 +30,18 @@ describe("the CLI's quick check: only files changed since the last deploy from h
 
   it('keeps the remembered digest of a file whose stamp matches, without reading it', async () => {
     const site = await folder('unread', { 'index.html': 'home', 'a.html': 'aaaa' });
-    const first = await hashChangedFiles(site, undefined, undefined, LATER);
+    const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
     expect(first.hashed).toBe(2);
     expect(first.files).toEqual([{ path: 'a.html', size: 4, digest: sha('aaaa') }, { path: 'index.html', size: 4, digest: sha('home') }]);
     // A digest no read of the file could give: if it comes back, the file was not read.
     const remembered = { files: [{ ...first.files[0]!, digest: 'f'.repeat(64) }, first.files[1]!], stamps: first.stamps };
-    const again = await hashChangedFiles(site, remembered, undefined, LATER);
+    const again = await hashChangedFiles(site, remembered, undefined, { nowMs: LATER });
     expect(again).toEqual({ files: [remembered.files[0], first.files[1]], stamps: first.stamps, hashed: 0 });
   });
 
   it('reads again a file rewritten with bytes of the same size and its modification time put back', async () => {
     const site = await folder('same-size', { 'index.html': 'home', 'a.html': 'aaaa' });
-    const first = await hashChangedFiles(site, undefined, undefined, LATER);
+    const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
     const path = join(site.root, 'a.html');
     const times = join(work, 'same-size-times');
     // touch -r copies times to the nanosecond, as a careless build tool might put them back.
@@ -51,18 +51,18 @@ describe("the CLI's quick check: only files changed since the last deploy from h
     await writeFile(path, 'bbbb');
     execFileSync('touch', ['-r', times, path]);
     expect((await stat(path, { bigint: true })).mtimeNs).toBe(before.mtimeNs);
-    const again = await hashChangedFiles(site, first, undefined, LATER);
+    const again = await hashChangedFiles(site, first, undefined, { nowMs: LATER });
     expect(again.hashed).toBe(1);
     expect(again.files[0]).toEqual({ path: 'a.html', size: 4, digest: sha('bbbb') });
   });
 
   it('reads again a file replaced by another of the same size and time (a new inode)', async () => {
     const site = await folder('replaced', { 'index.html': 'home', 'a.html': 'aaaa', 'spare.txt': 'cccc' });
-    const first = await hashChangedFiles(site, undefined, undefined, LATER);
+    const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
     execFileSync('touch', ['-r', join(site.root, 'a.html'), join(site.root, 'spare.txt')]);
     await rename(join(site.root, 'spare.txt'), join(site.root, 'a.html'));
     const now = await readSiteFolder(site.root);
-    const again = await hashChangedFiles(now, first, undefined, LATER);
+    const again = await hashChangedFiles(now, first, undefined, { nowMs: LATER });
     expect(again.files).toEqual([{ path: 'a.html', size: 4, digest: sha('cccc') }, first.files[1]]);
     expect(again.hashed).toBe(1);
   });
@@ -72,17 +72,42 @@ describe("the CLI's quick check: only files changed since the last deploy from h
     const info = await lstat(join(site.root, 'index.html'), { bigint: true });
     const changedMs = Number(info.ctimeNs / 1_000_000n);
     const marginMs = Number(RACY_MARGIN_NS / 1_000_000n);
-    expect((await hashChangedFiles(site, undefined, undefined, changedMs + marginMs - 1)).stamps).toEqual([null]);
-    expect((await hashChangedFiles(site, undefined, undefined, changedMs + marginMs + 1)).stamps).toEqual([stampOf(info)]);
-    const unstamped = await hashChangedFiles(site, undefined, undefined, changedMs);
-    expect((await hashChangedFiles(site, unstamped, undefined, LATER)).hashed).toBe(1);
+    expect((await hashChangedFiles(site, undefined, undefined, { nowMs: changedMs + marginMs - 1 })).stamps).toEqual([null]);
+    expect((await hashChangedFiles(site, undefined, undefined, { nowMs: changedMs + marginMs + 1 })).stamps).toEqual([stampOf(info)]);
+    const unstamped = await hashChangedFiles(site, undefined, undefined, { nowMs: changedMs });
+    expect((await hashChangedFiles(site, unstamped, undefined, { nowMs: LATER })).hashed).toBe(1);
+  });
+
+  it('on a filesystem without a ctime of its own (vfat, a network one), reads every file and stamps none', async () => {
+    const site = await folder('no-ctime', { 'index.html': 'home', 'a.html': 'aaaa' });
+    const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
+    expect(first.stamps.every((stamp) => stamp !== null)).toBe(true);
+    const again = await hashChangedFiles(site, first, undefined, { nowMs: LATER, stampsHold: false });
+    expect(again).toEqual({ files: first.files, stamps: [null, null], hashed: 2 });
+    // This machine's test directory is on one that keeps it (ext4, tmpfs, overlayfs...).
+    expect(stampsHoldUnder(site.root)).toBe(true);
+  });
+
+  it('keeps no stamp for a file swapped for another while it was read (stamped before and after, the two differ)', async () => {
+    const site = await folder('swapped', { 'index.html': 'home', 'a.html': 'aaaa' });
+    const path = join(site.root, 'a.html');
+    let swapped = false;
+    // Swapped the moment its neighbour is hashed: after the first stamp, before the second.
+    const checked = await hashChangedFiles(site, undefined, (file) => {
+      if (file.path !== 'a.html' || swapped) return;
+      swapped = true;
+      execFileSync('cp', ['-p', path, `${path}.new`]);
+      execFileSync('mv', [`${path}.new`, path]);
+    }, { nowMs: LATER });
+    expect(swapped).toBe(true);
+    expect(checked.stamps).toEqual([null, expect.any(String)]);
   });
 
   it('leaves anything that is not a file to the hashing, which refuses it by name', async () => {
     const site = await folder('fifo', { 'index.html': 'home', 'pipe.html': 'was a file' });
-    const first = await hashChangedFiles(site, undefined, undefined, LATER);
+    const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
     await rm(join(site.root, 'pipe.html'));
     execFileSync('mkfifo', [join(site.root, 'pipe.html')]);
-    await expect(hashChangedFiles(site, first, undefined, LATER)).rejects.toThrow(new UsageError('pipe.html is not a regular file or directory'));
+    await expect(hashChangedFiles(site, first, undefined, { nowMs: LATER })).rejects.toThrow(new UsageError('pipe.html is not a regular file or directory'));
   });
 });

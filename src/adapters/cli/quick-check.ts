@@ -1,11 +1,12 @@
-import { lstatSync, type BigIntStats } from 'node:fs';
+import { lstatSync, statfsSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { hashSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
 
 /**
  * What says a file's bytes are the ones hashed before, without reading them: its device,
  * inode, size, and modification and change times in nanoseconds. Writing to a file, or
- * putting another in its place, changes its ctime, which no program can set back.
+ * putting another in its place, changes its ctime, which no program can set back, on
+ * the filesystems KEEPS_CTIME lists.
  */
 export type FileStamp = string;
 
@@ -34,36 +35,74 @@ export const RACY_MARGIN_NS = 2_000_000_000n;
 /** How long the stat calls hold the event loop before letting progress and Ctrl-C through (as the hashing does). */
 const SLICE_MS = 20;
 
+/**
+ * Linux filesystems (statfs f_type) that keep a ctime of their own, set by the kernel at
+ * every change. Not vfat or exfat, whose ctime is the mtime (touch -r, or a build that
+ * pins times, would put a whole stamp back on other bytes), nor network filesystems,
+ * whose times come from another machine's clock. Anywhere else every file is read.
+ */
+const KEEPS_CTIME = new Set([
+  0xef53, // ext2, ext3, ext4
+  0x58465342, // xfs
+  0x9123683e, // btrfs
+  0x01021994, // tmpfs
+  0x794c7630, // overlayfs (containers)
+  0x2fc12fc1, // zfs
+  0xf2f52010, // f2fs
+]);
+
+/** Whether stamps can be trusted for files under `root`. */
+export function stampsHoldUnder(root: string): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    return KEEPS_CTIME.has(statfsSync(root).type);
+  } catch {
+    return false;
+  }
+}
+
 export const stampOf = (stats: BigIntStats): FileStamp => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+
+export interface QuickCheckOptions {
+  /** When this deploy started (this machine's clock, which is the filesystem's), for the racy margin. */
+  readonly nowMs?: number;
+  /** Whether the folder's filesystem keeps a true ctime (stampsHoldUnder); if not, every file is read and none stamped. */
+  readonly stampsHold?: boolean;
+}
 
 /**
  * rsync's and git's quick check for a redeploy from the same machine: a file whose stamp
  * is the one remembered keeps its remembered digest, unread; every other file is hashed.
- * Each file is stamped before it is read, so a change during or after the read leaves a
- * stamp the next deploy will not match. `nowMs` is when this deploy started (this
- * machine's clock), for the racy margin.
+ * Each file is stamped before it is read and stamped again after: a stamp is kept only
+ * if the two agree, so a file changed, or swapped for another and back, while it was read
+ * is read again next time.
  */
 export async function hashChangedFiles(
   folder: SiteFolder,
   remembered: RememberedFiles | undefined,
   onHashed: (file: ManifestFile) => void = () => undefined,
-  nowMs = Date.now(),
+  { nowMs = Date.now(), stampsHold = stampsHoldUnder(folder.root) }: QuickCheckOptions = {},
 ): Promise<CheckedFolder> {
   const trustedBefore = BigInt(nowMs) * 1_000_000n - RACY_MARGIN_NS;
   const known = new Map<string, { file: ManifestFile; stamp: FileStamp }>();
-  remembered?.files.forEach((file, i) => {
+  if (stampsHold) remembered?.files.forEach((file, i) => {
     const stamp = remembered.stamps?.[i];
     if (stamp) known.set(file.path, { file, stamp });
   });
   const files = new Array<ManifestFile>(folder.files.length);
   const stamps = new Array<FileStamp | null>(folder.files.length);
   const unread: number[] = [];
+  // The filesystem was judged at the root: a file on another one mounted inside is never stamped.
+  const device = stampsHold ? lstatSync(folder.root, { bigint: true }).dev : undefined;
+  const stampAt = (path: string): FileStamp | null => {
+    // Anything not a plain file here is left to the hashing, which refuses it by name.
+    const stats = stampsHold ? lstatSync(join(folder.root, path), { bigint: true, throwIfNoEntry: false }) : undefined;
+    return stats?.isFile() && stats.dev === device && stats.ctimeNs < trustedBefore ? stampOf(stats) : null;
+  };
   let sliceStart = performance.now();
   for (const [i, path] of folder.files.entries()) {
-    // Anything not a plain file here is left to the hashing, which refuses it by name.
-    const stats = lstatSync(join(folder.root, path), { bigint: true, throwIfNoEntry: false });
-    const stamp = stats?.isFile() ? stampOf(stats) : null;
-    stamps[i] = stamp !== null && stats!.ctimeNs < trustedBefore ? stamp : null;
+    const stamp = stampAt(path);
+    stamps[i] = stamp;
     const before = known.get(path);
     if (stamp !== null && before?.stamp === stamp) {
       files[i] = before.file;
@@ -75,6 +114,9 @@ export async function hashChangedFiles(
     }
   }
   const hashed = await hashSiteFolder({ ...folder, files: unread.map((i) => folder.files[i]!) }, onHashed);
-  unread.forEach((fileIndex, k) => (files[fileIndex] = hashed[k]!));
+  unread.forEach((fileIndex, k) => {
+    files[fileIndex] = hashed[k]!;
+    if (stamps[fileIndex] !== null && stampAt(folder.files[fileIndex]!) !== stamps[fileIndex]) stamps[fileIndex] = null;
+  });
   return { files, stamps, hashed: unread.length };
 }
