@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSiteFolder, measureSiteFolder, readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
+import { readFileSyncInto } from '../../src/adapters/cli/file-chunks.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
 
 describe('the manifest of a real folder', () => {
@@ -48,6 +49,14 @@ describe('the manifest of a real folder', () => {
     expect(files[2]!.digest).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(files[0]!.digest).toBe(files[1]!.digest);
     expect(await measureSiteFolder(site)).toBe(2 * big.length + 13 + 9);
+  });
+
+  it('reads no further than a limit: one read of a file far larger than the buffer', async () => {
+    const root = await folder('limited', { 'big.bin': Buffer.alloc(3 * 1024 * 1024, 7) });
+    const pieces: number[] = [];
+    const read = readFileSyncInto(root, 'big.bin', Buffer.alloc(7), (chunk) => pieces.push(chunk.length), 7);
+    expect({ read, pieces }).toEqual({ read: 7, pieces: [7] });
+    expect(readFileSyncInto(root, 'big.bin', Buffer.alloc(1024 * 1024), () => undefined)).toBe(3 * 1024 * 1024);
   });
 
   it('reads a file of several pieces, and one of exactly a piece, whole', async () => {

@@ -49,11 +49,12 @@ const READ_NEW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOC
  * Calls `take` with the bytes of the regular file `root/path`, in order, synchronously:
  * one call for a small file, chunks of at most `buffer`'s length for a larger one. Each
  * chunk is a view of `buffer`, overwritten by the next. Returns the bytes read: a file
- * that changes meanwhile is described as read. Synchronous on purpose: over thousands of
+ * that changes meanwhile is described as read; past `limit` bytes the rest is not read.
+ * Synchronous on purpose: over thousands of
  * small files, four thread-pool round trips per file (open, fstat, read, close) cost three
  * times the reading (measured: 40,000 files, 2.6-3.4 s against 0.9-1.1 s).
  */
-export function readFileSyncInto(root: string, path: string, buffer: Buffer, take: (chunk: Buffer) => void): number {
+export function readFileSyncInto(root: string, path: string, buffer: Buffer, take: (chunk: Buffer) => void, limit = Infinity): number {
   let fd: number;
   try {
     fd = openSync(join(root, path), READ_NEW);
@@ -70,7 +71,7 @@ export function readFileSyncInto(root: string, path: string, buffer: Buffer, tak
       if (read > 0) take(buffer.subarray(0, read));
       total += read;
       // A short read of a regular file is its end: no second call to hear 0.
-      if (read < buffer.length) return total;
+      if (read < buffer.length || total >= limit) return total;
     }
   } finally {
     closeSync(fd);

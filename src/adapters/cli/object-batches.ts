@@ -64,10 +64,9 @@ const isSmall = (object: MissingObject): boolean => object.size <= SMALL_FILE_BY
  */
 function smallFile(root: string, object: MissingObject): Buffer {
   const buffer = Buffer.allocUnsafe(object.size + 1);
-  const chunks: Buffer[] = [];
-  // A read shorter than the buffer is the last, so only then may its view of the buffer be kept.
-  readFileSyncInto(root, object.path, buffer, (chunk) => chunks.push(chunk.length < buffer.length ? chunk : Buffer.from(chunk)));
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  // One read: a file grown past its size is refused below, whatever it has grown to.
+  const read = readFileSyncInto(root, object.path, buffer, () => undefined, buffer.length);
+  return buffer.subarray(0, read);
 }
 
 /**
