@@ -1,7 +1,7 @@
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { ManifestMemory, REMEMBERED_FILES_MAX } from '../../src/adapters/fs/manifest-memory.js';
+import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/manifest-memory.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { alice, digestOf, docs, going, LIMITS, R1, R2 } from '../contracts/deploys-under-test.js';
 import { realDeploys } from '../support/real-deploys.js';
@@ -32,19 +32,27 @@ describe('ManifestMemory', () => {
     expect(memory.recall('/r/1', 'id-1')).toBeUndefined();
   });
 
-  it(`holds at most ${REMEMBERED_FILES_MAX} files, forgetting the least recently used first; none larger than that`, () => {
+  it(`holds at most ${REMEMBERED_BYTES_MAX} bytes of manifests, counted by their paths' length too, forgetting the least recently used first`, () => {
     const memory = new ManifestMemory();
-    const third = Math.floor(REMEMBERED_FILES_MAX / 3);
-    memory.remember('/a', 'a', many(third, 'a'));
-    memory.remember('/b', 'b', many(third, 'b'));
-    memory.remember('/c', 'c', many(third, 'c'));
-    expect(memory.recall('/a', 'a')).toHaveLength(third); // now the most recently used
-    memory.remember('/d', 'd', many(third, 'd'));
+    // 44 bytes a file and its path's: a third of the budget each.
+    const withPaths = (tag: string, pathBytes: number) => {
+      const count = Math.floor(REMEMBERED_BYTES_MAX / 3 / (44 + pathBytes));
+      return Array.from({ length: count }, (_, i) => ({ path: `${tag}/${String(i).padStart(pathBytes - tag.length - 1, '0')}`, size: 0, digest: EMPTY_DIGEST }));
+    };
+    const a = withPaths('a', 40);
+    const b = withPaths('b', 900);
+    const c = withPaths('c', 40);
+    memory.remember('/a', 'a', a);
+    memory.remember('/b', 'b', b);
+    memory.remember('/c', 'c', c);
+    expect(memory.recall('/a', 'a')).toHaveLength(a.length); // now the most recently used
+    memory.remember('/d', 'd', withPaths('d', 40));
     expect(memory.recall('/b', 'b')).toBeUndefined();
-    for (const dir of ['/a', '/c', '/d']) expect(memory.recall(dir, dir.slice(1)), dir).toHaveLength(third);
-    memory.remember('/huge', 'h', many(REMEMBERED_FILES_MAX + 1, 'h'));
+    for (const dir of ['/a', '/c', '/d']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
+    // Long paths count: fewer files than before, but more than the whole budget in bytes.
+    memory.remember('/huge', 'h', [...withPaths('h', 1000), ...withPaths('i', 1000), ...withPaths('j', 1000), ...withPaths('k', 1000)]);
     expect(memory.recall('/huge', 'h')).toBeUndefined();
-    expect(memory.recall('/a', 'a')).toHaveLength(third);
+    expect(memory.recall('/a', 'a')).toHaveLength(a.length);
   });
 
   it('keeps a staged manifest until it is taken, once', () => {

@@ -2,12 +2,13 @@ import { injectable } from 'inversify';
 import type { Digest, ManifestFile } from '../../domain/manifest.js';
 
 /**
- * Manifests held at most, counted in files: about 80-90 bytes each (digest, size, path),
- * so some 4.5 MB, the last release of a 40,000-page docs site and a few smaller ones.
+ * Bytes of packed manifests held at most: a file costs 44 bytes and its path's (80-90 for
+ * the benchmark's docs site), so this holds the last release of a 40,000-page site and a
+ * few smaller ones; counted in bytes, not files, as paths may be up to 1,024 bytes long.
  * Past it the least recently used go. It is memory every later deploy runs beside: the
  * service is held to 128 MiB with three deploys at once (docs/performance.md).
  */
-export const REMEMBERED_FILES_MAX = 50_000;
+export const REMEMBERED_BYTES_MAX = 5 * 1024 * 1024;
 
 const DIGEST_BYTES = 32;
 const SIZE_BYTES = 8;
@@ -23,7 +24,7 @@ const PATH_LENGTH_BYTES = 4;
  */
 @injectable()
 export class ManifestMemory {
-  /** By release directory, in order of use (a Map iterates in insertion order). */
+  /** By release directory, in order of use (a Map iterates in insertion order); `held` counts their packed bytes. */
   private readonly releases = new Map<string, { identity: string; files: number; packed: Buffer }>();
   /** Staged releases' manifests, by staging area, until they are committed or discarded. */
   private readonly staged = new Map<string, readonly ManifestFile[]>();
@@ -43,11 +44,12 @@ export class ManifestMemory {
 
   remember(dir: string, identity: string, files: readonly ManifestFile[]): void {
     this.forget(dir);
-    if (files.length > REMEMBERED_FILES_MAX) return;
-    this.releases.set(dir, { identity, files: files.length, packed: pack(files) });
-    this.held += files.length;
+    if (packedBytes(files) > REMEMBERED_BYTES_MAX) return;
+    const packed = pack(files);
+    this.releases.set(dir, { identity, files: files.length, packed });
+    this.held += packed.length;
     for (const [oldest] of this.releases) {
-      if (this.held <= REMEMBERED_FILES_MAX) break;
+      if (this.held <= REMEMBERED_BYTES_MAX) break;
       this.forget(oldest);
     }
   }
@@ -69,15 +71,19 @@ export class ManifestMemory {
     const known = this.releases.get(dir);
     if (known === undefined) return;
     this.releases.delete(dir);
-    this.held -= known.files;
+    this.held -= known.packed.length;
   }
+}
+
+function packedBytes(files: readonly ManifestFile[]): number {
+  let length = 0;
+  for (const file of files) length += DIGEST_BYTES + SIZE_BYTES + PATH_LENGTH_BYTES + Buffer.byteLength(file.path);
+  return length;
 }
 
 /** Each file as its digest's 32 bytes, its size, its path's length in bytes, then its path (UTF-8). */
 function pack(files: readonly ManifestFile[]): Buffer {
-  let length = 0;
-  for (const file of files) length += DIGEST_BYTES + SIZE_BYTES + PATH_LENGTH_BYTES + Buffer.byteLength(file.path);
-  const packed = Buffer.allocUnsafeSlow(length);
+  const packed = Buffer.allocUnsafeSlow(packedBytes(files));
   let at = 0;
   for (const file of files) {
     at += packed.write(file.digest, at, DIGEST_BYTES, 'hex');
