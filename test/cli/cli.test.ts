@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -193,5 +195,44 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
       expect(help.stdout).toMatch(/^Usage: sitedrop/);
     }
     expect((await sitedrop(['projects', '--token', token, '--server', h.url])).code).toBe(0);
+  });
+});
+
+describe('the sitedrop CLI against a server that answers oddly (the built binary, a real socket)', () => {
+  const answering = async (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+    const server = createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+  };
+
+  it('reports a redirect with the address it names, and does not follow it', async () => {
+    let requests = 0;
+    const server = await answering((_req, res) => {
+      requests += 1;
+      res.writeHead(301, { location: 'https://sites.example.test/' }).end();
+    });
+    try {
+      const r = await runNode([CLI, 'projects', '--server', server.url, '--token', 't'.repeat(32)], { env: {} });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe('sitedrop: the server answered 301, a redirect to https://sites.example.test/: give that address as --server\n');
+      expect(requests).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('says it cannot reach a server that drops the connection part-way through its answer', async () => {
+    const server = await answering((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"status":');
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    try {
+      const r = await runNode([CLI, 'projects', '--server', server.url, '--token', 't'.repeat(32)], { env: {} });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^sitedrop: cannot reach ${server.url.replace(/[.]/g, '\\.')}: .+\\n$`));
+    } finally {
+      await server.close();
+    }
   });
 });

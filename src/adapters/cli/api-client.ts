@@ -48,6 +48,8 @@ interface Reply {
 }
 
 const compress = promisify(gzip);
+/** A connection that sends nothing for this long is given up: what fetch's 300 s were. */
+const IDLE_MS = 300_000;
 
 /** Talks to a sitedrop server over HTTP only, as any other client would. */
 export class ApiClient {
@@ -136,28 +138,37 @@ export class ApiClient {
 
   /**
    * One request and its answer, over node:http rather than fetch: the first fetch of a
-   * process loads undici, 35 ms of every deploy on this machine (a request: 3 ms).
+   * process loads undici, 35 ms of every deploy on this machine (a request: 3 ms). A
+   * connection silent for IDLE_MS either way is given up, as fetch's would have been; a
+   * redirect is reported, not followed (the address to use is the one it names).
    */
   private exchange(method: string, path: string, headers: Record<string, string>, body: Readable | string | Buffer | undefined, signal?: AbortSignal): Promise<Reply> {
     const url = new URL(path, this.server);
     const send = url.protocol === 'https:' ? requestTls : request;
     const streamed = body instanceof Readable ? body : undefined;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, signal, headers });
+      const req = send(url, { method, signal, headers, timeout: IDLE_MS });
       const fail = (error: Error) => {
         streamed?.destroy();
+        req.destroy();
         reject(signal?.aborted ? signal.reason : error);
       };
+      req.on('timeout', () => fail(new ServerError(0, `${this.server} sent nothing for ${IDLE_MS / 1000} s: giving up`)));
       req.on('error', (error) => fail(this.unreachable(error)));
       req.on('response', (res) => {
+        const status = res.statusCode ?? 0;
+        if (status >= 300 && status < 400) {
+          res.resume();
+          return fail(new ServerError(status, `the server answered ${status}, a redirect to ${res.headers.location ?? 'nowhere'}: give that address as --server`));
+        }
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
-        res.on('error', fail);
+        res.on('error', (error) => fail(this.unreachable(error)));
         // An early answer (a refusal) ends the upload: the rest of the body is not wanted.
         res.on('end', () => {
           streamed?.destroy();
-          resolve({ status: res.statusCode ?? 0, text });
+          resolve({ status, text });
         });
       });
       if (!streamed) return void req.end(body);
