@@ -355,8 +355,12 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('read 1 files; 200 had not changed since the last deploy from here\n');
       expect(await live('quick')).toEqual(await contents(root));
-      // Written just before that deploy, the edit was not stamped: read once more, then trusted.
-      expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 1, sentFiles: 0 });
+      // Whether that edit was stamped depends on how long the CLI took to start (the
+      // racy margin, which quick-check.test.ts checks with a clock of its own): read once
+      // more or not, nothing is sent and nothing else is read.
+      const next = await deployed([root, '--project', 'quick']);
+      expect(next).toMatchObject({ sentFiles: 0 });
+      expect(next.hashedFiles).toBeLessThanOrEqual(1);
     });
 
     it('keeps the releases of two accounts sharing a cache directory apart (each has a project of that name)', async () => {

@@ -41,10 +41,13 @@ export function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string | u
 }
 
 /**
- * The last manifest published per server, project and preview, so that a redeploy sends
- * only what changed since (docs/openapi.yaml, `base`). Only ever a hint: the server
- * checks it against the release's files, and anything wrong with it (unreadable, stale,
- * another machine's deploy since) costs one whole manifest, never a deploy.
+ * The last manifest published per server, account, project and preview, so that a
+ * redeploy sends only what changed since (docs/openapi.yaml, `base`). As a base it is
+ * only a hint: the server checks it against the release's files, and anything wrong with
+ * it (unreadable, stale, another machine's deploy since) costs one whole manifest, never
+ * a deploy. Its stamps are more than a hint: a file whose stamp matches is taken to hold
+ * the digest cached for it, unread (quick-check.ts), as git trusts its index; the file is
+ * the user's own, mode 0600 in a 0700 directory.
  */
 export class ManifestCache {
   constructor(
