@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { isSessionExpired, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
-import { manifestOf, type Digest, type Manifest } from '../domain/manifest.js';
+import type { Digest } from '../domain/manifest.js';
 import type { Username } from '../domain/username.js';
 import { PublishRelease } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -45,12 +45,12 @@ export class DeploySessionAccess {
   }
 
   async state(session: DeploySession): Promise<SessionState> {
-    const manifest = manifestOf(session.files);
-    return stateOf(session, manifest, await this.objects.missing(session.user, session.id, manifest.objects));
+    return stateOf(session, await this.objects.missing(session.user, session.id, new Map(session.manifest.objects())));
   }
 }
 
-export function stateOf(session: DeploySession, manifest: Manifest, missing: Digest[]): SessionState {
-  const missingBytes = missing.reduce((sum, digest) => sum + (manifest.objects.get(digest) ?? 0), 0);
-  return { session, files: manifest.files.length, bytes: manifest.bytes, missing, missingBytes };
+export function stateOf(session: DeploySession, missing: Digest[]): SessionState {
+  const { manifest } = session;
+  const missingBytes = missing.reduce((sum, digest) => sum + (manifest.sizeOf(digest) ?? 0), 0);
+  return { session, files: manifest.fileCount, bytes: manifest.bytes, missing, missingBytes };
 }

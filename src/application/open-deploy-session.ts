@@ -3,6 +3,7 @@ import { sessionExpiry } from '../domain/deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
 import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Digest, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
+import { PackedManifest } from '../domain/packed-manifest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
@@ -53,7 +54,8 @@ export class OpenDeploySession {
     const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
     const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
-    const session = { user: input.user, project, preview, files: manifest.files, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
+    const packed = PackedManifest.pack(manifest);
+    const session = { user: input.user, project, preview, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists. The base's own files are in the
     // store (the release links them), so a content the base holds at the size the
@@ -64,7 +66,7 @@ export class OpenDeploySession {
     const missing = await this.objects.missing(input.user, undefined, sought);
     const id = await this.sessions.open(session, maxPerUser, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
-    return stateOf({ id, ...session }, manifest, missing);
+    return stateOf({ id, ...session }, missing);
   }
 
   private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlyMap<Digest, number> }> {

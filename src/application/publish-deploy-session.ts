@@ -28,7 +28,7 @@ export class PublishDeploySession {
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
     const session = await this.access.use(input.user, input.token, input.id);
     const started = this.clock.now().getTime();
-    const staged = await this.staging.assemble(session.user, session.id, session.files);
+    const staged = await this.staging.assemble(session.user, session.id, session.manifest);
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,

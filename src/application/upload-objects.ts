@@ -1,5 +1,4 @@
 import { inject, injectable } from 'inversify';
-import { manifestOf } from '../domain/manifest.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess } from './deploy-session-access.js';
 import type { DeploySession } from './ports/deploy-sessions.js';
@@ -32,7 +31,7 @@ export class UploadObjects {
    */
   async execute(input: UploadObjectsInput): Promise<{ session: DeploySession; stored: number }> {
     const session = await this.access.use(input.user, input.token, input.id);
-    const stored = await this.objects.receive(input.user, session.id, input.batch, manifestOf(session.files).objects, input.signal);
+    const stored = await this.objects.receive(input.user, session.id, input.batch, session.manifest, input.signal);
     return { session, stored };
   }
 }

@@ -188,14 +188,20 @@ function parseFile(entry: unknown, index: number): { path: string; size: number;
   return { path, size, digest };
 }
 
+/** The objects a session's batches may hold: a manifest's, by digest (packed-manifest.ts). */
+export interface ExpectedObjects {
+  /** The size the manifest gives the content `digest`, if it lists it. */
+  sizeOf(digest: string): number | undefined;
+}
+
 /**
  * A batch of objects is a tar archive with stricter rules: every entry a file at its
  * root, named by a digest the session asked for, of the manifest's size for it. Checked
  * on each entry's header, before its bytes are read.
  */
-export function assertExpectedObject(expected: ReadonlyMap<string, number>, kind: EntryKind, path: string, size: number): void {
+export function assertExpectedObject(expected: ExpectedObjects, kind: EntryKind, path: string, size: number): void {
   if (kind !== 'file' || !isDigest(path)) throw new ArchiveRejected(`not an object (a file named by its SHA-256 at the archive's root): ${shownName(path)}`);
-  const wanted = expected.get(path);
+  const wanted = expected.sizeOf(path);
   if (wanted === undefined) throw new ArchiveRejected(`not an object of this deploy's manifest: ${path}`);
   if (size !== wanted) throw new ArchiveRejected(`object is ${size} bytes, the manifest says ${wanted}: ${path}`);
 }

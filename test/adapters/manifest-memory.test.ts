@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/manifest-memory.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
-import { alice, digestOf, docs, going, LIMITS, R1, R2 } from '../contracts/deploys-under-test.js';
+import { alice, digestOf, docs, expecting, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
-const many = (n: number, tag: string): ManifestFile[] => Array.from({ length: n }, (_, i) => ({ path: `${tag}/${i}.html`, size: i, digest: digestOf(`${tag} ${i}`) }));
+const many = (n: number, tag: string): ManifestFile[] => Array.from({ length: n }, (_, i) => ({ path: `${tag}/${i}.html`, size: i + 1, digest: digestOf(`${tag} ${i}`) }));
 
 describe('ManifestMemory', () => {
   it('gives back exactly what it was given: paths of any script, empty files, sizes past 4 GiB', () => {
@@ -19,14 +19,14 @@ describe('ManifestMemory', () => {
       { path: 'empty.txt', size: 0, digest: EMPTY_DIGEST },
       { path: 'media/huge.mp4', size: 5 * 1024 ** 3 + 7, digest: digestOf('huge') },
     ];
-    memory.remember('/r/1', 'id-1', files);
-    expect(memory.recall('/r/1', 'id-1')).toEqual(files);
+    memory.remember('/r/1', 'id-1', packed(files));
+    expect(memory.recall('/r/1', 'id-1')?.manifest().files).toEqual(files);
     expect(memory.recall('/r/2', 'id-1')).toBeUndefined();
   });
 
   it('forgets a directory that is not the one remembered any more (another inode or ctime)', () => {
     const memory = new ManifestMemory();
-    memory.remember('/r/1', 'id-1', many(3, 'a'));
+    memory.remember('/r/1', 'id-1', packed(many(3, 'a')));
     expect(memory.recall('/r/1', 'id-2')).toBeUndefined();
     // Forgotten, not just hidden: the old identity is no good either.
     expect(memory.recall('/r/1', 'id-1')).toBeUndefined();
@@ -34,31 +34,31 @@ describe('ManifestMemory', () => {
 
   it(`holds at most ${REMEMBERED_BYTES_MAX} bytes of manifests, counted by their paths' length too, forgetting the least recently used first`, () => {
     const memory = new ManifestMemory();
-    // 44 bytes a file and its path's: a third of the budget each.
+    // 8 bytes an empty file and its path's: a third of the budget each.
     const withPaths = (tag: string, pathBytes: number) => {
-      const count = Math.floor(REMEMBERED_BYTES_MAX / 3 / (44 + pathBytes));
+      const count = Math.floor(REMEMBERED_BYTES_MAX / 3 / (8 + pathBytes));
       return Array.from({ length: count }, (_, i) => ({ path: `${tag}/${String(i).padStart(pathBytes - tag.length - 1, '0')}`, size: 0, digest: EMPTY_DIGEST }));
     };
     const a = withPaths('a', 40);
     const b = withPaths('b', 900);
     const c = withPaths('c', 40);
-    memory.remember('/a', 'a', a);
-    memory.remember('/b', 'b', b);
-    memory.remember('/c', 'c', c);
-    expect(memory.recall('/a', 'a')).toHaveLength(a.length); // now the most recently used
-    memory.remember('/d', 'd', withPaths('d', 40));
+    memory.remember('/a', 'a', packed(a));
+    memory.remember('/b', 'b', packed(b));
+    memory.remember('/c', 'c', packed(c));
+    expect(memory.recall('/a', 'a')?.fileCount).toBe(a.length); // now the most recently used
+    memory.remember('/d', 'd', packed(withPaths('d', 40)));
     expect(memory.recall('/b', 'b')).toBeUndefined();
     for (const dir of ['/a', '/c', '/d']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
     // Long paths count: fewer files than before, but more than the whole budget in bytes.
-    memory.remember('/huge', 'h', [...withPaths('h', 1000), ...withPaths('i', 1000), ...withPaths('j', 1000), ...withPaths('k', 1000)]);
+    memory.remember('/huge', 'h', packed([...withPaths('h', 1000), ...withPaths('i', 1000), ...withPaths('j', 1000), ...withPaths('k', 1000)]));
     expect(memory.recall('/huge', 'h')).toBeUndefined();
-    expect(memory.recall('/a', 'a')).toHaveLength(a.length);
+    expect(memory.recall('/a', 'a')?.fileCount).toBe(a.length);
   });
 
   it('keeps a staged manifest until it is taken, once', () => {
     const memory = new ManifestMemory();
-    memory.stage('/staging/x', many(2, 's'));
-    expect(memory.takeStaged('/staging/x')).toEqual(many(2, 's'));
+    memory.stage('/staging/x', packed(many(2, 's')));
+    expect(memory.takeStaged('/staging/x')?.manifest().files).toEqual(many(2, 's'));
     expect(memory.takeStaged('/staging/x')).toBeUndefined();
   });
 });
@@ -78,8 +78,8 @@ describe('the release store and staging share what was assembled (real directori
     const d = await realDeploys('sitedrop-memory-');
     try {
       const walks = vi.spyOn(d.threads, 'releaseManifest');
-      await d.objects.receive(alice, SESSION, batch(), expected, going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
       expect(walks).not.toHaveBeenCalled();
 
@@ -96,8 +96,8 @@ describe('the release store and staging share what was assembled (real directori
   it('walks a release that another replica removed and made again under the same id, and answers its new files', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
-      await d.objects.receive(alice, SESSION, batch(), expected, going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('other.html', 'other')]); })(), LIMITS, going()), alice, docs, R2);
       // What another replica's prune then commit does: the directory goes, another takes its name.
       const project = join(d.deploysRoot, alice, docs);

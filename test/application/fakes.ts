@@ -13,6 +13,7 @@ import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected } from '../../src/domain/errors.js';
 import { assertExpectedObject, assertObjectBytes, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import type { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -129,7 +130,8 @@ export class InMemoryStaging implements Staging {
     return this.staged(user, text.split('\n').map((content, i) => ({ path: pathOf(i), content })));
   }
 
-  async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
+  async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
+    const { files } = manifest.manifest();
     const store = this.disk.storeOf(user);
     const uploads = this.disk.uploads.get(session);
     const contents = files.map((f) => (f.size === 0 ? '' : (store.get(f.digest) ?? uploads?.get(f.digest))));
@@ -234,7 +236,7 @@ export class InMemorySessionObjects implements SessionObjects {
     return missing;
   }
 
-  async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number> {
+  async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
     const text = await textOf(batch, signal);
     if (text === '') throw new ObjectsRejected('the batch is empty');
     const received = new Map<Digest, string>();
@@ -286,7 +288,7 @@ export class InMemoryDeploySessions implements DeploySessions {
     const live = [...this.sessions.values()].filter((s) => s.user === session.user && s.expiresAt > now).length;
     if (live >= max) return undefined;
     const id = randomUUID().replaceAll('-', '');
-    this.sessions.set(id, { id, ...session, files: [...session.files] });
+    this.sessions.set(id, { id, ...session });
     return id;
   }
 

@@ -43,7 +43,7 @@ describe('OpenDeploySession with a base', () => {
   it("opens a session holding the whole site: the base's files, changed, added and removed", async () => {
     const w = await world();
     const state = await w.run(alice, 'docs', { base: { release: R1, digest: manifestDigest(w.base) }, files: [fileOf('new.html', 'new')], removed: ['a.css'] });
-    expect(state.session.files).toEqual([fileOf('index.html', 'home'), fileOf('new.html', 'new')]);
+    expect(state.session.manifest.manifest().files).toEqual([fileOf('index.html', 'home'), fileOf('new.html', 'new')]);
     expect(state.missing).toEqual([sha256('new')]);
   });
 

@@ -4,6 +4,8 @@ import { CreateOrRerollUser } from '../../src/application/create-or-reroll-user.
 import { DeleteUser } from '../../src/application/delete-user.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/errors.js';
+import { manifestOf } from '../../src/domain/manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
@@ -110,7 +112,7 @@ describe('DeleteUser', () => {
   it("closes the user's open deploy sessions, whichever files mode, and no one else's", async () => {
     for (const files of ['persist', 'delete'] as const) {
       const w = await withSite();
-      const session = { project: 'docs' as ProjectName, preview: undefined, files: [], createdAt: new Date(0), expiresAt: new Date(8.64e15) };
+      const session = { project: 'docs' as ProjectName, preview: undefined, manifest: PackedManifest.pack(manifestOf([])), createdAt: new Date(0), expiresAt: new Date(8.64e15) };
       const mine = (await w.sessions.open({ user: 'alice' as Username, ...session }, 8, new Date()))!;
       const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, 8, new Date()))!;
       await w.remove.execute({ username: 'alice', files });

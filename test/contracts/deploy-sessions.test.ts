@@ -1,23 +1,34 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { KyselyDeploySessions } from '../../src/adapters/db/kysely-deploy-sessions.js';
+import { migrateToLatest, MIGRATIONS } from '../../src/adapters/db/migrations.js';
+import type { Schema } from '../../src/adapters/db/schema.js';
 import type { DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
-import type { Digest } from '../../src/domain/manifest.js';
+import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Username } from '../../src/domain/username.js';
 import { InMemoryDeploySessions } from '../application/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
-import { PG_URL } from '../support/postgres.js';
+import { freshPostgresDatabase, PG_URL } from '../support/postgres.js';
 
 const at = (minute: number) => new Date(Date.UTC(2026, 11, 8, 12, minute));
 const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
   user: 'alice' as Username,
   project: 'docs' as ProjectName,
   preview: undefined,
-  files: [
-    { path: 'index.html', size: 12, digest: 'a'.repeat(64) as Digest },
-    { path: 'ünï/cödé "quoted".html', size: 0, digest: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' as Digest },
-  ],
+  manifest: PackedManifest.pack(
+    manifestOf([
+      { path: 'index.html', size: 12, digest: 'a'.repeat(64) as Digest },
+      { path: 'ünï/cödé "quoted".html', size: 0, digest: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' as Digest },
+    ]),
+  ),
   createdAt: at(0),
   expiresAt: at(60),
   ...over,
@@ -39,7 +50,10 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const made = session({ preview: 'pr-1' as PreviewName });
       const id = (await sessions.open(made, 8, at(1)))!;
       expect(id).toMatch(/^[0-9a-f]{32}$/);
-      expect(await sessions.find(id)).toEqual({ id, ...made });
+      const { manifest, ...found } = (await sessions.find(id))!;
+      const { manifest: given, ...rest } = made;
+      expect(found).toEqual({ id, ...rest });
+      expect(manifest.manifest()).toEqual(given.manifest());
       expect(await sessions.close(id)).toBe(true);
       expect(await sessions.find(id)).toBeUndefined();
       expect(await sessions.close(id)).toBe(false);
@@ -82,3 +96,47 @@ if (PG_URL) {
     return { sessions: new KyselyDeploySessions(db), close };
   });
 }
+
+/**
+ * The upgrade that packed sessions' manifests: a session a client opened before it is
+ * read back whole after it, on both databases.
+ */
+function upgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; close(): Promise<void> }>): void {
+  it(`${name}: a session opened before manifests were packed carries on after the upgrade`, async () => {
+    const { db, close } = await open();
+    try {
+      const before = Object.fromEntries(Object.entries(MIGRATIONS).filter(([migration]) => migration < '2026-12-09'));
+      const { error } = await new Migrator({ db, provider: { getMigrations: async () => before } }).migrateToLatest();
+      expect(error).toBeUndefined();
+      const files = [
+        ['index.html', 12, 'a'.repeat(64)],
+        ['ünï/cödé "quoted".html', 0, 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+        ['b.html', 3, 'b'.repeat(64)],
+      ];
+      const old = { id: 'c'.repeat(32), username: 'alice', project: 'docs', preview: null, files: JSON.stringify(files), created_at: at(0).toISOString(), expires_at: at(60).toISOString() };
+      await (db as Kysely<{ deploy_sessions: typeof old }>).insertInto('deploy_sessions').values(old).execute();
+
+      await migrateToLatest(db);
+      const found = await new KyselyDeploySessions(db as Kysely<Schema>).find(old.id);
+      expect(found?.manifest.manifest()).toEqual(manifestOf(files.map(([path, size, digest]) => ({ path, size, digest }) as ManifestFile)));
+      expect(found?.manifest.sizeOf('b'.repeat(64))).toBe(3);
+    } finally {
+      await close();
+    }
+  });
+}
+
+describe('deploy sessions across the upgrade to packed manifests', () => {
+  upgradeTest('sqlite file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sitedrop-db-'));
+    const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(join(dir, 'sitedrop.db')) }) });
+    return { db, close: async () => (await db.destroy(), await rm(dir, { recursive: true, force: true })) };
+  });
+  if (PG_URL) {
+    upgradeTest('postgresql server', async () => {
+      const database = await freshPostgresDatabase();
+      const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url }) }) });
+      return { db, close: async () => (await db.destroy(), await database.drop()) };
+    });
+  }
+});

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { manifestOf as wholeManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
@@ -132,6 +133,10 @@ export const going = (): AbortSignal => new AbortController().signal;
 export const digestOf = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
 /** A manifest's objects, digest to size, of these contents. */
 export const objectsOf = (...contents: string[]): Map<Digest, number> => new Map(contents.map((c) => [digestOf(c), Buffer.byteLength(c)]));
+/** What a session's batches may hold, as the session keeps it: these objects at these sizes. */
+export const expecting = (objects: ReadonlyMap<Digest, number>): PackedManifest => PackedManifest.pack({ files: [], objects, bytes: 0 });
+/** A checked manifest of `files`, as a session keeps it. */
+export const packed = (files: readonly ManifestFile[]): PackedManifest => PackedManifest.pack(wholeManifest(files));
 /** A manifest of files with these contents, named as an archive's are. */
 export const manifestOf = (...contents: string[]): ManifestFile[] => contents.map((c, i) => ({ path: pathOf(i), size: Buffer.byteLength(c), digest: digestOf(c) }));
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
-import { alice, blog, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, expecting, packed, blog, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -118,8 +118,8 @@ export function releaseStoreContract(name: string, open: () => Promise<DeploysUn
         { path: 'docs/guide/深い.html', size: 4, digest: digestOf('deep') },
         { path: 'docs/empty.txt', size: 0, digest: EMPTY_DIGEST },
       ];
-      await d.objects.receive(alice, SESSION, d.batch([[digestOf('home'), 'home'], [digestOf('deep'), 'deep']]), objectsOf('home', 'deep'), going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, wanted), alice, docs, R1);
+      await d.objects.receive(alice, SESSION, d.batch([[digestOf('home'), 'home'], [digestOf('deep'), 'deep']]), expecting(objectsOf('home', 'deep')), going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
     }));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected, ObjectsRejected } from '../../src/domain/errors.js';
 import type { Digest } from '../../src/domain/manifest.js';
-import { alice, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const S1 = '11111111111111111111111111111111';
 const S2 = '22222222222222222222222222222222';
@@ -40,7 +40,7 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
 
     it('keeps a batch with its session, apart from the store and from other sessions', over(open, async (d) => {
       const wanted = objectsOf('a', 'bb', 'ccc');
-      expect(await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a'], [digestOf('bb'), 'bb']]), wanted, going())).toBe(2);
+      expect(await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a'], [digestOf('bb'), 'bb']]), expecting(wanted), going())).toBe(2);
       expect(await d.objects.missing(alice, S1, wanted)).toEqual(digests('ccc'));
       expect(sorted(await d.objects.missing(alice, undefined, wanted))).toEqual(digests('a', 'bb', 'ccc'));
       expect(sorted(await d.objects.missing(alice, S2, wanted))).toEqual(digests('a', 'bb', 'ccc'));
@@ -50,20 +50,20 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
     it("refuses a batch holding an object whose bytes are not its name, keeping none of the batch's", over(open, async (d) => {
       const wanted = objectsOf('a', 'b');
       const lying = d.batch([[digestOf('a'), 'a'], [digestOf('b'), 'c']]);
-      await expect(d.objects.receive(alice, S1, lying, wanted, going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, lying, expecting(wanted), going())).rejects.toBeInstanceOf(ObjectsRejected);
       expect(sorted(await d.objects.missing(alice, S1, wanted))).toEqual(digests('a', 'b'));
       expect(await d.objects.sessionsWithUploads()).toEqual([]);
     }));
 
     it('refuses an object the manifest does not list, or at another size, and an empty batch', over(open, async (d) => {
-      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('z'), 'z']]), objectsOf('a'), going())).rejects.toBeInstanceOf(ObjectsRejected);
-      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), new Map([[digestOf('a'), 2]]), going())).rejects.toBeInstanceOf(ObjectsRejected);
-      await expect(d.objects.receive(alice, S1, d.batch([]), objectsOf('a'), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('z'), 'z']]), expecting(objectsOf('a')), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), expecting(new Map([[digestOf('a'), 2]])), going())).rejects.toBeInstanceOf(ObjectsRejected);
+      await expect(d.objects.receive(alice, S1, d.batch([]), expecting(objectsOf('a')), going())).rejects.toBeInstanceOf(ObjectsRejected);
       expect(await d.objects.sessionsWithUploads()).toEqual([]);
     }));
 
     it("removeUploads takes the session's uploads", over(open, async (d) => {
-      await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), objectsOf('a'), going());
+      await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a']]), expecting(objectsOf('a')), going());
       await d.objects.removeUploads(S1);
       expect(await d.objects.missing(alice, S1, objectsOf('a'))).toEqual(digests('a'));
       expect(await d.objects.sessionsWithUploads()).toEqual([]);
@@ -71,8 +71,8 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
     }));
 
     it('uploads a committed release was built from join the store, and stay once the session is gone', over(open, async (d) => {
-      await d.objects.receive(alice, S1, d.batch([[digestOf('sent'), 'sent']]), objectsOf('sent'), going());
-      const staged = await d.staging.assemble(alice, S1, manifestOf('sent'));
+      await d.objects.receive(alice, S1, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going());
+      const staged = await d.staging.assemble(alice, S1, packed(manifestOf('sent')));
       expect(await d.objects.missing(alice, undefined, objectsOf('sent'))).toEqual(digests('sent'));
       await d.store.commit(staged, alice, docs, R1);
       await d.objects.removeUploads(S1);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../src/domain/errors.js';
 import { EMPTY_DIGEST } from '../../src/domain/manifest.js';
-import { alice, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 
@@ -68,8 +68,8 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
 
     it("assembles a release from the user's store and the session's uploads, empty files made", over(open, async (d) => {
       await release(d, alice, docs, R1, ['stored']);
-      expect(await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), objectsOf('sent'), going())).toBe(1);
-      const staged = await d.staging.assemble(alice, SESSION, manifestOf('stored', 'sent', ''));
+      expect(await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going())).toBe(1);
+      const staged = await d.staging.assemble(alice, SESSION, packed(manifestOf('stored', 'sent', '')));
       expect(staged).toMatchObject({ files: 3, bytes: 10 });
       await d.store.commit(staged, alice, docs, R2);
       expect(await d.served(alice, docs, R2)).toEqual(['stored', 'sent', '']);
@@ -77,7 +77,7 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
 
     it('refuses to assemble with an object in neither, naming it: ObjectsMissing, leaving nothing', over(open, async (d) => {
       await release(d, alice, docs, R1, ['stored']);
-      const assembling = d.staging.assemble(alice, SESSION, manifestOf('stored', 'absent'));
+      const assembling = d.staging.assemble(alice, SESSION, packed(manifestOf('stored', 'absent')));
       await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
       await expect(assembling).rejects.toMatchObject({ digests: [digestOf('absent')] });
       expect(await d.leftovers()).toEqual([]);
@@ -85,12 +85,12 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
 
     it("never assembles from another user's store", over(open, async (d) => {
       await release(d, bob, docs, R1, ['bob only']);
-      await expect(d.staging.assemble(alice, SESSION, manifestOf('bob only'))).rejects.toBeInstanceOf(ObjectsMissing);
+      await expect(d.staging.assemble(alice, SESSION, packed(manifestOf('bob only')))).rejects.toBeInstanceOf(ObjectsMissing);
       expect(await d.leftovers()).toEqual([]);
     }));
 
     it('assembles a site of empty files from nothing stored', over(open, async (d) => {
-      const staged = await d.staging.assemble(alice, SESSION, [{ path: pathOf(0), size: 0, digest: EMPTY_DIGEST }]);
+      const staged = await d.staging.assemble(alice, SESSION, packed([{ path: pathOf(0), size: 0, digest: EMPTY_DIGEST }]));
       expect(staged).toMatchObject({ files: 1, bytes: 0 });
     }));
   });

@@ -2,29 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { sql, type Kysely } from 'kysely';
 import type { DeploySession, DeploySessions, NewDeploySession } from '../../application/ports/deploy-sessions.js';
-import type { Digest, ManifestFile } from '../../domain/manifest.js';
+import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
 import { DATABASE } from './kysely-token-store.js';
 import type { Schema } from './schema.js';
 
-type StoredFile = [string, number, string];
-
-/** Deploy sessions in SQLite or PostgreSQL; the manifest is one JSON text column. */
+/** Deploy sessions in SQLite or PostgreSQL; the manifest is one binary column, packed (packed-manifest.ts). */
 @injectable()
 export class KyselyDeploySessions implements DeploySessions {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
   async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
     const id = randomBytes(16).toString('hex');
-    const files = JSON.stringify(session.files.map((f): StoredFile => [f.path, f.size, f.digest]));
     // One statement, the count and the insert: no window between them within a replica's
     // connection. Two replicas at the same instant may each see max - 1 (READ COMMITTED);
     // the limit bounds a user's disk, and one extra session is within what it allows for.
     const result = await this.db
       .insertInto('deploy_sessions')
-      .columns(['id', 'username', 'project', 'preview', 'files', 'created_at', 'expires_at'])
+      .columns(['id', 'username', 'project', 'preview', 'manifest', 'created_at', 'expires_at'])
       .expression(
         this.db
           .selectNoFrom([
@@ -32,7 +29,7 @@ export class KyselyDeploySessions implements DeploySessions {
             sql<string>`${session.user}`.as('username'),
             sql<string>`${session.project}`.as('project'),
             sql<string | null>`${session.preview ?? null}`.as('preview'),
-            sql<string>`${files}`.as('files'),
+            sql<Uint8Array>`${session.manifest.packed}`.as('manifest'),
             sql<string>`${session.createdAt.toISOString()}`.as('created_at'),
             sql<string>`${session.expiresAt.toISOString()}`.as('expires_at'),
           ])
@@ -55,13 +52,12 @@ export class KyselyDeploySessions implements DeploySessions {
   async find(id: string): Promise<DeploySession | undefined> {
     const row = await this.db.selectFrom('deploy_sessions').selectAll().where('id', '=', id).executeTakeFirst();
     if (row === undefined) return undefined;
-    const files = (JSON.parse(row.files) as StoredFile[]).map(([path, size, digest]): ManifestFile => ({ path, size, digest: digest as Digest }));
     return {
       id: row.id,
       user: row.username as Username,
       project: row.project as ProjectName,
       preview: (row.preview ?? undefined) as PreviewName | undefined,
-      files,
+      manifest: PackedManifest.from(row.manifest),
       createdAt: new Date(row.created_at),
       expiresAt: new Date(row.expires_at),
     };

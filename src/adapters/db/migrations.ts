@@ -1,7 +1,9 @@
-import { type Kysely, type Migration, Migrator } from 'kysely';
+import { type Kysely, type Migration, Migrator, PostgresAdapter } from 'kysely';
+import { manifestOf, type Digest } from '../../domain/manifest.js';
+import { PackedManifest } from '../../domain/packed-manifest.js';
 
 /** Kept in code, not files, so the build carries them and both backends run the same ones. */
-const migrations: Record<string, Migration> = {
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026-11-23-001-users': {
     async up(db: Kysely<unknown>) {
       await db.schema
@@ -61,10 +63,25 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('deploy_sessions_expiry').on('deploy_sessions').column('expires_at').execute();
     },
   },
+  // The manifest packed, not JSON: each of a session's requests read and parsed a few MB
+  // of JSON into 40,000 objects, which the heap kept long after (docs/performance.md).
+  // Sessions open at the upgrade are converted, so their clients carry on.
+  '2026-12-09-005-packed-session-manifests': {
+    async up(db: Kysely<unknown>) {
+      const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+      await db.schema.alterTable('deploy_sessions').addColumn('manifest', binary).execute();
+      const sessions = db as Kysely<{ deploy_sessions: { id: string; files: string; manifest: Uint8Array | null } }>;
+      for (const { id, files } of await sessions.selectFrom('deploy_sessions').select(['id', 'files']).execute()) {
+        const entries = (JSON.parse(files) as [string, number, Digest][]).map(([path, size, digest]) => ({ path, size, digest }));
+        await sessions.updateTable('deploy_sessions').set({ manifest: PackedManifest.pack(manifestOf(entries)).packed }).where('id', '=', id).execute();
+      }
+      await db.schema.alterTable('deploy_sessions').dropColumn('files').execute();
+    },
+  },
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(migrations) } });
+  const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(MIGRATIONS) } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;

@@ -37,8 +37,8 @@ export interface DeploySessionsTable {
   username: string;
   project: string;
   preview: string | null;
-  /** The manifest's files as JSON: [[path, size, digest], ...]. */
-  files: string;
+  /** The manifest, packed (packed-manifest.ts). */
+  manifest: Uint8Array;
   created_at: string;
   /** ISO-8601 UTC, so text order is time order. */
   expires_at: string;

@@ -1,8 +1,8 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../domain/errors.js';
-import type { ManifestFile } from '../../domain/manifest.js';
-import type { ExpectedObjects, FromUnpacker, Outcome, StagingObjects } from './fs-protocol.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
+import type { FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
@@ -69,11 +69,11 @@ export class ArchiveExtractor {
     limits: ArchiveLimits,
     chmod: boolean,
     signal: AbortSignal,
-    expect?: ExpectedObjects,
+    expect?: PackedManifest,
   ): Promise<Extracted> {
     const extraction = new Extraction(this.threads, signal);
     try {
-      extraction.begin(dir, objects, limits, chmod, expect);
+      extraction.begin(dir, objects, limits, chmod, expect?.packed);
       const compressedBytes = await extraction.send(archive);
       const outcome = await extraction.finish(compressedBytes > 0);
       if (compressedBytes === 0) throw new MissingArchive();
@@ -88,17 +88,17 @@ export class ArchiveExtractor {
   }
 
   /**
-   * Builds `files` in `dir` from objects the user has (`objects.store`, or
+   * Builds the manifest's files in `dir` from objects the user has (`objects.store`, or
    * `objects.uploads`, kept as new). Throws ObjectsMissing naming those it lacks.
    */
-  async assemble(files: readonly ManifestFile[], dir: string, objects: StagingObjects, chmod: boolean): Promise<Omit<Extracted, 'compressedBytes'>> {
+  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean): Promise<Omit<Extracted, 'compressedBytes'>> {
     let answer!: (outcome: Outcome) => void;
     const answered = new Promise<Outcome>((resolve) => (answer = resolve));
     const job = this.threads.openJob((message) => {
       if (message.type !== 'ack') answer(message);
     });
     try {
-      job.post({ type: 'assemble', job: job.id, dir, objects, files, chmod });
+      job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod });
       const outcome = await answered;
       if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
@@ -138,7 +138,7 @@ class Extraction {
     signal.addEventListener('abort', this.wake);
   }
 
-  begin(dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean, expect: ExpectedObjects | undefined): void {
+  begin(dir: string, objects: StagingObjects, limits: ArchiveLimits, chmod: boolean, expect: PackedBytes | undefined): void {
     this.job.post({ type: 'begin', job: this.job.id, dir, objects, limits, chmod, ...(expect ? { expect } : {}) });
   }
 

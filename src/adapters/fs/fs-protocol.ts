@@ -13,9 +13,9 @@ import type { ManifestFile } from '../../domain/manifest.js';
  *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──removed──▶ main
  */
 export type ToUnpacker =
-  | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: ExpectedObjects }
+  | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: PackedBytes }
   /** Builds a release in `dir` from objects the user has: an incremental deploy's publish. */
-  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; files: readonly ManifestFile[]; chmod: boolean }
+  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
@@ -28,11 +28,12 @@ export type Outcome =
   | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
 
 /**
- * An upload of objects rather than a site (an incremental deploy's batch): every entry
- * must be a file at the root named by the SHA-256 of its bytes, one of these digests,
- * of the size given here.
+ * A session's manifest as PackedManifest.packed holds it: one copy of its bytes per
+ * message, not 40,000 objects cloned into the thread. As `expect`, the upload is a batch
+ * of objects rather than a site: every entry must be a file at the root named by the
+ * SHA-256 of its bytes, one of the manifest's digests, of its size there.
  */
-export type ExpectedObjects = ReadonlyMap<string, number>;
+export type PackedBytes = Uint8Array;
 
 export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | Outcome;
 

@@ -3,7 +3,8 @@ import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ReleaseStore } from '../../application/ports/release-store.js';
 import type { StagedRelease } from '../../application/ports/staging.js';
-import type { ManifestFile } from '../../domain/manifest.js';
+import { manifestOf, type ManifestFile } from '../../domain/manifest.js';
+import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
@@ -43,15 +44,15 @@ export class NodeReleaseStore implements ReleaseStore {
     // The release's new bytes join the store only now, under the project's lock: a
     // deploy refused before this point leaves the store as it was. The release holds its
     // own links, so a store entry lost in a crash costs only sharing, never a file.
-    const files = this.manifests.takeStaged(staged.handle);
+    const manifest = this.manifests.takeStaged(staged.handle);
     await this.threads.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
-    const identity = files && (await directoryIdentity(dir));
-    if (files && identity) this.manifests.remember(dir, identity, files);
+    const identity = manifest && (await directoryIdentity(dir));
+    if (manifest && identity) this.manifests.remember(dir, identity, manifest);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -98,16 +99,16 @@ export class NodeReleaseStore implements ReleaseStore {
     return bytes;
   }
 
-  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
+  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined> {
     const dir = join(this.tree.projectDir(user, project), id);
     const identity = await directoryIdentity(dir);
     if (identity === undefined) return undefined;
     const remembered = this.manifests.recall(dir, identity);
-    if (remembered) return remembered;
+    if (remembered) return remembered.manifestFiles();
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
     const files = await this.threads.releaseManifest(dir, this.tree.objectsDir(user));
-    if (files) this.manifests.remember(dir, identity, files);
+    if (files) this.manifests.remember(dir, identity, PackedManifest.pack(manifestOf(files)));
     return files;
   }
 

@@ -2,6 +2,7 @@ import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../application/ports/session-objects.js';
 import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
 import { DeploysTree } from './deploys-tree.js';
@@ -24,13 +25,13 @@ export class NodeSessionObjects implements SessionObjects {
     return missing as Digest[];
   }
 
-  async receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number> {
+  async receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
     // Unpacked as an archive is, into a staging area of its own; only the objects move
     // on, into the session's uploads, and only once every one of them has been checked.
     const area = await this.tree.openStagingArea();
     try {
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
-      const limits = { maxFiles: expected.size, maxBytes: [...expected.values()].reduce((a, b) => a + b, 0) };
+      const limits = { maxFiles: expected.objectCount, maxBytes: expected.objectBytes() };
       const extracted = await this.extractor.extract(batch, area.dir, objects, limits, area.chmod, signal, expected).catch((error: unknown) => {
         if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);
         if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');

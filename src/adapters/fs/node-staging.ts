@@ -2,7 +2,7 @@ import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { StagedRelease, Staging } from '../../application/ports/staging.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import type { ManifestFile } from '../../domain/manifest.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 import { LOGGER, type Logger } from '../log/logger.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
@@ -39,13 +39,13 @@ export class NodeStaging implements Staging {
     });
   }
 
-  async assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease> {
+  async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
     const staged = await this.fill(user, 'assemble', async (area) => {
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) };
-      const built = await this.extractor.assemble(files, area.dir, objects, area.chmod);
+      const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod);
       return { files: built.files, bytes: built.bytes, logged: { session } };
     });
-    this.manifests.stage(staged.handle, files);
+    this.manifests.stage(staged.handle, manifest);
     return staged;
   }
 

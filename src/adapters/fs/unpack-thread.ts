@@ -27,9 +27,10 @@ import {
   type ArchiveLimits,
 } from '../../domain/archive-policy.js';
 import { ArchiveRejected } from '../../domain/errors.js';
-import { assertExpectedObject, assertObjectBytes, type ManifestFile } from '../../domain/manifest.js';
+import { assertExpectedObject, assertObjectBytes } from '../../domain/manifest.js';
+import { PackedManifest, type PackedFile } from '../../domain/packed-manifest.js';
 import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
-import type { ExpectedObjects, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
+import type { FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
@@ -239,8 +240,8 @@ class Job extends WriterJob {
     objects: StagingObjects,
     limits: ArchiveLimits,
     chmod: boolean,
-    /** Set for a batch of objects: what each entry must be (objectEntry in the policy). */
-    private readonly expect: ExpectedObjects | undefined,
+    /** Set for a batch of objects: the manifest each entry must be an object of (assertExpectedObject). */
+    private readonly expect: PackedManifest | undefined,
   ) {
     super(id, root, objects, chmod, { name: 'head', bytes: Buffer.alloc(0) });
     this.ledger = new ArchiveLedger(limits);
@@ -399,37 +400,33 @@ class Job extends WriterJob {
  * the writer keeps up. The manifest was checked when the session opened.
  */
 class Assembly extends WriterJob {
-  private next = 0;
+  private readonly files: Iterator<PackedFile>;
+  private left: number;
   private readonly ledger: ArchiveLedger;
 
-  constructor(
-    id: number,
-    root: string,
-    objects: StagingObjects,
-    chmod: boolean,
-    private readonly files: readonly ManifestFile[],
-  ) {
+  constructor(id: number, root: string, objects: StagingObjects, chmod: boolean, manifest: PackedManifest) {
     super(id, root, objects, chmod, { name: 'entries' });
+    this.files = manifest.files();
+    this.left = manifest.fileCount;
     this.ledger = new ArchiveLedger({ maxFiles: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER });
     this.resume();
   }
 
   protected stop(): void {
-    this.next = this.files.length;
+    this.left = 0;
   }
 
   protected step(): void {
-    while (this.reading && this.next < this.files.length && !this.toWriter.full) {
+    while (this.reading && this.left > 0 && !this.toWriter.full) {
       // About one batch of operations, then the writer's answer brings this back.
-      for (const end = Math.min(this.files.length, this.next + 2048); this.next < end; this.next += 1) {
-        const file = this.files[this.next]!;
+      for (let batch = 2048; batch > 0 && this.left > 0; batch -= 1, this.left -= 1) {
+        const file = this.files.next().value as PackedFile;
         for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
-        const digest = Buffer.from(file.digest, 'hex');
-        if (file.size === 0) this.ops.put(file.path, digest, EMPTY);
-        else this.ops.link(file.path, digest);
+        if (file.size === 0) this.ops.put(file.path, file.digest, EMPTY);
+        else this.ops.link(file.path, file.digest);
       }
     }
-    if (!this.reading || this.next < this.files.length) return;
+    if (!this.reading || this.left > 0) return;
     this.ops.flush();
     this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
   }
@@ -446,11 +443,11 @@ writer.on('message', (message: FromWriter) => {
 });
 main.on('message', (message: ToUnpacker) => {
   if (message.type === 'begin') {
-    jobs.set(message.job, new Job(message.job, message.dir, message.objects, message.limits, message.chmod, message.expect));
+    jobs.set(message.job, new Job(message.job, message.dir, message.objects, message.limits, message.chmod, message.expect && PackedManifest.from(message.expect)));
     return;
   }
   if (message.type === 'assemble') {
-    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, message.files));
+    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest)));
     return;
   }
   const job = jobs.get(message.job);

@@ -1,5 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { ManifestFile } from '../../domain/manifest.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
@@ -14,7 +14,8 @@ export interface DeploySession {
   readonly project: ProjectName;
   /** Undefined for a live deploy. */
   readonly preview: PreviewName | undefined;
-  readonly files: readonly ManifestFile[];
+  /** Its manifest, checked when it opened, packed: a session's requests read it whole each time. */
+  readonly manifest: PackedManifest;
   readonly createdAt: Date;
   readonly expiresAt: Date;
 }

@@ -29,7 +29,7 @@ export interface ReleaseStore {
    * particular order; undefined when there is no such release. Directories are not
    * listed: a manifest implies them.
    */
-  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined>;
+  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined>;
   /** The user's projects that have releases or a live link. */
   projects(user: Username): Promise<ProjectName[]>;
   /** Removes the live link first (the site stops being served), then every release. */

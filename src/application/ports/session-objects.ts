@@ -1,5 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { Digest } from '../../domain/manifest.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 
 /**
@@ -16,11 +17,11 @@ export interface SessionObjects {
   missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]>;
   /**
    * Keeps a batch of objects (a gzip-compressed tar of files named by digest) with the
-   * session, each checked against `expected` (digest to size) and its bytes against its
+   * session, each checked against `expected` (the session's manifest) and its bytes against its
    * name. Throws ObjectsRejected, keeping nothing of the batch, or DeployAborted when
    * `signal` fires. Returns how many objects the batch held.
    */
-  receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: ReadonlyMap<Digest, number>, signal: AbortSignal): Promise<number>;
+  receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number>;
   /** Removes what the session uploaded. */
   removeUploads(session: string): Promise<void>;
   /** The sessions with uploads kept on disk. */

@@ -1,6 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import type { ManifestFile } from '../../domain/manifest.js';
+import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 
 /**
@@ -25,11 +25,11 @@ export interface Staging {
    */
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease>;
   /**
-   * Builds `files` in a fresh staging area from the user's store and the session's
+   * Builds the manifest's files in a fresh staging area from the user's store and the session's
    * uploads (SessionObjects). Throws ObjectsMissing, leaving nothing, when some object
    * is in neither.
    */
-  assemble(user: Username, session: string, files: readonly ManifestFile[]): Promise<StagedRelease>;
+  assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease>;
   /** Throws the staged files away; they never were a release. */
   discard(staged: StagedRelease): Promise<void>;
   /** Removes the staging areas a crash left (run before any deploy starts); returns what it removed. */
