@@ -60,11 +60,15 @@ export function assertNoDotDot(rawPath: string): void {
  * The entry's path relative to the release root, without `.` or empty components;
  * '' is the root itself (`.` or `./`, which tar -C dir . writes).
  */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function normaliseEntryPath(rawPath: string): string {
   assertNoDotDot(rawPath);
   if (CONTROL.test(rawPath)) throw new ArchiveRejected(`path contains a control character: ${shownName(rawPath)}`);
-  // Names are decoded as UTF-8; an invalid sequence decodes to U+FFFD.
-  if (rawPath.includes('\uFFFD')) throw new ArchiveRejected(`path is not valid UTF-8: ${shownName(rawPath)}`);
+  // Names are decoded as UTF-8; an invalid sequence decodes to U+FFFD. A manifest's JSON
+  // can also spell half a surrogate pair, which no UTF-8 can hold: written, it would become
+  // U+FFFD, another path than the one checked.
+  if (rawPath.includes('\uFFFD') || LONE_SURROGATE.test(rawPath)) throw new ArchiveRejected(`path is not valid UTF-8: ${shownName(rawPath)}`);
   if (rawPath.startsWith('/')) throw new ArchiveRejected(`absolute path not allowed: ${shownName(rawPath)}`);
   if (/^[A-Za-z]:/.test(rawPath)) throw new ArchiveRejected(`drive-letter path not allowed: ${shownName(rawPath)}`);
   if (rawPath.includes('\\')) throw new ArchiveRejected(`backslash in path not allowed: ${shownName(rawPath)}`);

@@ -61,10 +61,14 @@ export class PackedManifest {
     }
     const result = new PackedManifest(packed, manifest.files.length, manifest.objects.size, manifest.bytes);
     for (const file of manifest.files) {
-      at = packed.writeUInt32LE(file.size === 0 ? NO_OBJECT : result.indexOf(file.digest), at);
+      const index = file.size === 0 ? NO_OBJECT : result.indexOf(file.digest);
+      if (index === NO_OBJECT && file.size > 0) throw new Error(`not a checked manifest: ${file.digest} is not among its objects`);
+      at = packed.writeUInt32LE(index, at);
       const pathBytes = packed.write(file.path, at + 4, 'utf8');
       at = packed.writeUInt32LE(pathBytes, at) + pathBytes;
     }
+    // Made again if a lookup needs it: a manifest kept (ManifestMemory) is counted by its bytes alone.
+    result.table = undefined;
     return result;
   }
 
@@ -73,8 +77,13 @@ export class PackedManifest {
    * another shape is an error, not a manifest.
    */
   static from(bytes: Uint8Array): PackedManifest {
-    const packed = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const malformed = (): Error => new Error('not a packed manifest');
+    if (!(bytes instanceof Uint8Array)) throw malformed();
+    // A view into a larger buffer (pg hands small values out of a shared 8 KiB one) is
+    // copied: posted to a thread or kept, it would carry the whole buffer with it.
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const packed = whole ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : Buffer.allocUnsafeSlow(bytes.byteLength);
+    if (!whole) packed.set(bytes);
     if (packed.length < HEADER_BYTES) throw malformed();
     const fileCount = packed.readUInt32LE(0);
     const objectCount = packed.readUInt32LE(4);
@@ -150,7 +159,7 @@ export class PackedManifest {
     SOUGHT.write(digest, 0, DIGEST_BYTES, 'hex');
     const table = (this.table ??= this.hashTable());
     const mask = table.length - 1;
-    for (let slot = slotOf(SOUGHT, 0) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = digestSlot(SOUGHT, 0) & mask; ; slot = (slot + 1) & mask) {
       const entry = table[slot]!;
       if (entry === 0) return NO_OBJECT;
       if (this.isAt(entry - 1, SOUGHT)) return entry - 1;
@@ -164,7 +173,7 @@ export class PackedManifest {
     const table = new Uint32Array(slots);
     const mask = slots - 1;
     for (let index = 0; index < this.objectCount; index += 1) {
-      let slot = slotOf(this.packed, HEADER_BYTES + index * OBJECT_BYTES) & mask;
+      let slot = digestSlot(this.packed, HEADER_BYTES + index * OBJECT_BYTES) & mask;
       while (table[slot] !== 0) slot = (slot + 1) & mask;
       table[slot] = index + 1;
     }
@@ -184,7 +193,7 @@ export class PackedManifest {
 const SEED = crypto.getRandomValues(new Uint32Array(DIGEST_BYTES / 4)).map((word) => word | 1);
 
 /** A digest's 32 bytes at `at` mixed into 32 bits, each word by multiplication with its own odd seed. */
-function slotOf(bytes: Buffer, at: number): number {
+export function digestSlot(bytes: Buffer, at: number): number {
   let hash = 0;
   for (let word = 0; word < SEED.length; word += 1) {
     hash = Math.imul(hash ^ bytes.readUInt32LE(at + word * 4), SEED[word]!);

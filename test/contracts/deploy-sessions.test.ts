@@ -126,17 +126,47 @@ function upgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; cl
   });
 }
 
+/** An upgrade that fails part-way (here: a row it cannot read) leaves the table as it was, and the next start finishes it. */
+function failedUpgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; close(): Promise<void> }>): void {
+  it(`${name}: an upgrade cut short changes nothing, and the next one completes`, async () => {
+    const { db, close } = await open();
+    try {
+      const before = Object.fromEntries(Object.entries(MIGRATIONS).filter(([migration]) => migration < '2026-12-09'));
+      expect((await new Migrator({ db, provider: { getMigrations: async () => before } }).migrateToLatest()).error).toBeUndefined();
+      const row = (id: string, files: string) => ({ id, username: 'alice', project: 'docs', preview: null, files, created_at: at(0).toISOString(), expires_at: at(60).toISOString() });
+      const table = (db as Kysely<{ deploy_sessions: ReturnType<typeof row> }>).insertInto('deploy_sessions');
+      await table.values([row('a'.repeat(32), JSON.stringify([['a.html', 1, 'a'.repeat(64)]])), row('b'.repeat(32), '[["cut short')]).execute();
+
+      await expect(migrateToLatest(db)).rejects.toThrow(/migration 2026-12-09-005-packed-session-manifests failed/);
+      const columns = async () => (await db.introspection.getTables()).find((t) => t.name === 'deploy_sessions')!.columns.map((c) => c.name).sort();
+      expect(await columns()).toContain('files');
+      expect(await columns()).not.toContain('manifest');
+
+      await (db as Kysely<{ deploy_sessions: { id: string } }>).deleteFrom('deploy_sessions').where('id', '=', 'b'.repeat(32)).execute();
+      await migrateToLatest(db);
+      expect(await columns()).not.toContain('files');
+      expect((await new KyselyDeploySessions(db as Kysely<Schema>).find('a'.repeat(32)))?.manifest.sizeOf('a'.repeat(64))).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+}
+
 describe('deploy sessions across the upgrade to packed manifests', () => {
-  upgradeTest('sqlite file', async () => {
+  const sqlite = async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sitedrop-db-'));
     const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(join(dir, 'sitedrop.db')) }) });
     return { db, close: async () => (await db.destroy(), await rm(dir, { recursive: true, force: true })) };
-  });
+  };
+  const postgres = async () => {
+    const database = await freshPostgresDatabase();
+    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url }) }) });
+    return { db, close: async () => (await db.destroy(), await database.drop()) };
+  };
+  upgradeTest('sqlite file', sqlite);
+  failedUpgradeTest('sqlite file', sqlite);
   if (PG_URL) {
-    upgradeTest('postgresql server', async () => {
-      const database = await freshPostgresDatabase();
-      const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url }) }) });
-      return { db, close: async () => (await db.destroy(), await database.drop()) };
-    });
+    upgradeTest('postgresql server', postgres);
+    failedUpgradeTest('postgresql server', postgres);
   }
 });

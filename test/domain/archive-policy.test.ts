@@ -66,6 +66,9 @@ describe('entry paths', () => {
     ['a\u007fb', 'path contains a control character: a\\u007fb'],
     ['a\nb', 'path contains a control character: a\\u000ab'],
     ['caf\uFFFD', 'path is not valid UTF-8: caf\uFFFD'],
+    ['a\uD800.html', 'path is not valid UTF-8: a\uD800.html'],
+    ['a\uDC00.html', 'path is not valid UTF-8: a\uDC00.html'],
+    ['\uDC00\uD800', 'path is not valid UTF-8: \uDC00\uD800'],
   ])('rejects %j', (path, reason) => {
     expect(rejection(() => normaliseEntryPath(path))).toBe(reason);
   });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIGEST, manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
-import { PackedManifest } from '../../src/domain/packed-manifest.js';
+import { digestSlot, PackedManifest } from '../../src/domain/packed-manifest.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex') as Digest;
 
@@ -70,6 +70,26 @@ describe('PackedManifest', () => {
     }
   });
 
+  it("spreads digests a client chose alike over the table's slots as it does random ones", () => {
+    // Keyed by a digest's first bytes, 40,000 digests sharing them took 82 s to pack and
+    // look up (docs/performance.md): every one in the same run of slots.
+    const slots = 1 << 16;
+    for (const shape of [(i: number) => '00'.repeat(28) + i.toString(16).padStart(8, '0'), (i: number) => i.toString(16).padStart(8, '0') + '00'.repeat(28), (i: number) => '00'.repeat(14) + i.toString(16).padStart(8, '0') + '00'.repeat(14)]) {
+      const used = new Set<number>();
+      for (let i = 0; i < 20_000; i += 1) used.add(digestSlot(Buffer.from(shape(i), 'hex'), 0) & (slots - 1));
+      // Random keys fill 1 - e^(-20000/65536), about 26% of the slots: 17,000 of 20,000 distinct.
+      expect(used.size).toBeGreaterThan(16_000);
+    }
+  });
+
+  it('reads a view into a larger buffer (as the database hands small values out) as its bytes alone', () => {
+    const packed = PackedManifest.pack(manifestOf([{ path: 'a.html', size: 3, digest: sha256('a') }])).packed;
+    const shared = Buffer.concat([Buffer.alloc(40, 9), packed, Buffer.alloc(100, 9)]);
+    const read = PackedManifest.from(new Uint8Array(shared.buffer, shared.byteOffset + 40, packed.length));
+    expect(read.manifest()).toEqual(manifestOf([{ path: 'a.html', size: 3, digest: sha256('a') }]));
+    expect(read.packed.buffer.byteLength).toBe(packed.length);
+  });
+
   it('refuses bytes of another shape', () => {
     const packed = PackedManifest.pack(manifestOf([{ path: 'a.html', size: 3, digest: sha256('a') }, { path: 'b.html', size: 0, digest: EMPTY_DIGEST }])).packed;
     expect(() => PackedManifest.from(packed.subarray(0, packed.length - 1))).toThrow(/not a packed manifest/);
@@ -78,5 +98,8 @@ describe('PackedManifest', () => {
     const wrongIndex = Buffer.from(packed);
     wrongIndex.writeUInt32LE(7, 16 + 40); // the first file's object index, past the one object
     expect(() => PackedManifest.from(wrongIndex)).toThrow(/not a packed manifest/);
+    expect(() => PackedManifest.from(null as unknown as Uint8Array)).toThrow(/not a packed manifest/);
+    // Packing trusts a checked manifest, and says so when it is not one.
+    expect(() => PackedManifest.pack({ files: [{ path: 'a', size: 1, digest: sha256('a') }], objects: new Map(), bytes: 1 })).toThrow(/not a checked manifest/);
   });
 });

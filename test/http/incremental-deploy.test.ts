@@ -237,6 +237,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       ['files and the directories they imply over MAX_FILES', () => Array.from({ length: 101 }, (_, i) => ({ path: `d${i}/e/f`, size: 1, digest: 'a'.repeat(64) })), /^invalid manifest: site has more than 300 files and directories$/],
       ['more bytes than MAX_EXTRACTED_BYTES', () => [{ path: 'a', size: 20 * 1024 * 1024 + 1, digest: 'a'.repeat(64) }], /^invalid manifest: site unpacks to more than 20971520 bytes$/],
       ['a control character in a path', () => [{ path: 'a\nb', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: path contains a control character: a\\u000ab$/],
+      ['half a surrogate pair in a path (no UTF-8 holds it)', () => [{ path: 'a\ud800.html', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: path is not valid UTF-8: a/],
       ['no files', () => [], /^invalid manifest: site contains no files$/],
       ['files not a list', () => ({ 'index.html': 'x' }), /^invalid manifest: files must be an array/],
       ['an entry not an object', () => ['index.html'], /^invalid manifest: files\[0\] is not an object$/],

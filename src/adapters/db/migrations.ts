@@ -65,20 +65,26 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   },
   // The manifest packed, not JSON: each of a session's requests read and parsed a few MB
   // of JSON into 40,000 objects, which the heap kept long after (docs/performance.md).
-  // Sessions open at the upgrade are converted, so their clients carry on.
+  // Sessions open at the upgrade are converted, one at a time, so their clients carry on.
+  // All or nothing, on SQLite too (kysely runs SQLite's migrations outside a transaction):
+  // a conversion cut short must not leave a column behind that the next start trips on.
+  // Replicas upgrade together (README): an older one cannot read the new column.
   '2026-12-09-005-packed-session-manifests': {
-    async up(db: Kysely<unknown>) {
-      const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
-      await db.schema.alterTable('deploy_sessions').addColumn('manifest', binary).execute();
-      const sessions = db as Kysely<{ deploy_sessions: { id: string; files: string; manifest: Uint8Array | null } }>;
-      for (const { id, files } of await sessions.selectFrom('deploy_sessions').select(['id', 'files']).execute()) {
-        const entries = (JSON.parse(files) as [string, number, Digest][]).map(([path, size, digest]) => ({ path, size, digest }));
-        await sessions.updateTable('deploy_sessions').set({ manifest: PackedManifest.pack(manifestOf(entries)).packed }).where('id', '=', id).execute();
-      }
-      await db.schema.alterTable('deploy_sessions').dropColumn('files').execute();
-    },
+    up: (db: Kysely<unknown>) => (db.isTransaction ? packSessionManifests(db) : db.transaction().execute(packSessionManifests)),
   },
 };
+
+async function packSessionManifests(db: Kysely<unknown>): Promise<void> {
+  const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+  await db.schema.alterTable('deploy_sessions').addColumn('manifest', binary).execute();
+  const sessions = db as Kysely<{ deploy_sessions: { id: string; files: string; manifest: Uint8Array | null } }>;
+  for (const { id } of await sessions.selectFrom('deploy_sessions').select('id').execute()) {
+    const { files } = await sessions.selectFrom('deploy_sessions').select('files').where('id', '=', id).executeTakeFirstOrThrow();
+    const entries = (JSON.parse(files) as [string, number, Digest][]).map(([path, size, digest]) => ({ path, size, digest }));
+    await sessions.updateTable('deploy_sessions').set({ manifest: PackedManifest.pack(manifestOf(entries)).packed }).where('id', '=', id).execute();
+  }
+  await db.schema.alterTable('deploy_sessions').dropColumn('files').execute();
+}
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
   const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(MIGRATIONS) } });
