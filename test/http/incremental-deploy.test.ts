@@ -3,6 +3,7 @@ import { readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promis
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectPath } from '../../src/adapters/fs/object-names.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
@@ -185,7 +186,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     const missing = opened.body.missing as string[];
     expect((await upload(id, objects(s, missing))).status).toBe(200);
     const [short, changed] = [missing[0]!, missing[1]!];
-    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, digest.slice(0, 1), digest.slice(1));
+    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, objectPath(digest));
     await writeFile(uploaded(short), '');
     const bytes = await readFile(uploaded(changed));
     bytes[0] = bytes[0]! ^ 1;
@@ -513,7 +514,7 @@ describe('a manifest relative to a release the server has (real server, real dir
   it("a base's file whose bytes the store lost is not looked for at the open (the base links it) but asked for at the publish, then published", async () => {
     const lostPath = 'docs/part-2/page-6.html';
     const lost = createHash('sha256').update(base.site[lostPath]!).digest('hex');
-    await rm(join(h.deploysRoot, 'rel', '.objects', lost.slice(0, 1), lost.slice(1)));
+    await rm(join(h.deploysRoot, 'rel', '.objects', objectPath(lost)));
     const v3 = { ...base.site, 'index.html': Buffer.from('v3 lost\n') };
     const opened = await relative('docs', base, v3);
     expect(opened.status, JSON.stringify(opened.body)).toBe(201);
