@@ -114,9 +114,13 @@ export class ObjectNameMigration extends StoreWalk {
     // Not an object: left where it is (a shard set aside then stays, and is walked as one).
     if (digest === undefined) return;
     const from = join(this.root, this.dir, name);
-    const to = join(this.root, objectPath(digest));
+    const [shard, newName] = objectPath(digest).split('/') as [string, string];
+    const to = join(this.root, shard, newName);
+    // An old name goes if its new one is taken: in the shard, or still in the shard set
+    // aside, whichever of the two is walked first (an object stored since the upgrade).
+    const taken = isLegacyName(name) ? [to, join(this.root, asideOf(shard), newName)] : [to];
     try {
-      if (lstatSync(to, { throwIfNoEntry: false })) unlinkSync(from);
+      if (taken.some((path) => lstatSync(path, { throwIfNoEntry: false }))) unlinkSync(from);
       else renameInto(from, to);
     } catch (error) {
       // Gone meanwhile: another replica's collection or migration took it.
