@@ -163,6 +163,33 @@ describe('renaming a store made before base32 names (ObjectNameMigration, start-
     expect(after).toEqual(afterTwin(before));
   });
 
+  it.each([
+    ['the old object set aside, the new one in the shard made again', 'old aside'],
+    ['the new one set aside, the old name in the shard made again (a replica of before base32 names)', 'new aside'],
+  ])('a new name taken already, wherever each is (%s): that object stays', (_name, where) => {
+    oldStore();
+    const bytes = sites()[0]!['index.html']!;
+    const oldPath = legacyObjectPath(sha256(bytes));
+    const shard = oldPath.slice(0, 1);
+    let twin: number;
+    if (where === 'old aside') {
+      renameSync(join(store, shard), join(store, asideOf(shard)));
+      twin = twinSinceUpgrade();
+    } else {
+      twin = twinSinceUpgrade();
+      renameSync(join(store, shard), join(store, asideOf(shard)));
+      mkdirSync(join(store, shard));
+      renameSync(join(store, asideOf(shard), oldPath.slice(2)), join(store, oldPath));
+    }
+    const before = releaseFiles();
+
+    runToEnd(new ObjectNameMigration(store), 8);
+
+    expect(lstatSync(join(store, objectPath(sha256(bytes)))).ino).toBe(twin);
+    expect(storeEntries()).toEqual(expectedEntries());
+    expect(releaseFiles()).toEqual(afterTwin(before));
+  });
+
   it('cut short after any step (a crash), it leaves both kinds of names and shards set aside, which a release walk names, and the next start finishes', () => {
     oldStore();
     let total = 0;
