@@ -257,22 +257,29 @@ describe('a store with old names still in it', () => {
 
   it('the collection collects unlinked objects under either name, in a shard or one set aside; linked ones stay', () => {
     oldStore();
+    // Mid-migration: one shard set aside whole, a few linked objects renamed already.
     const orphans = ['old orphan', 'aside orphan', 'new orphan'].map((text) => Buffer.from(text));
-    writeFileSync(join(store, legacyObjectPath(sha256(orphans[0]!))), orphans[0]!);
-    const aside = asideOf(legacyObjectPath(sha256(orphans[1]!)).slice(0, 1));
-    mkdirSync(join(store, aside), { recursive: true });
-    writeFileSync(join(store, aside, legacyObjectPath(sha256(orphans[1]!)).slice(2)), orphans[1]!);
-    mkdirSync(dirname(join(store, objectPath(sha256(orphans[2]!)))), { recursive: true });
-    writeFileSync(join(store, objectPath(sha256(orphans[2]!))), orphans[2]!);
-    // Half the linked objects renamed already.
-    const migration = new ObjectNameMigration(store);
-    for (let i = 0; i < 20; i += 1) migration.step(2);
+    const asideShard = legacyObjectPath(sha256(orphans[1]!)).slice(0, 1);
+    renameSync(join(store, asideShard), join(store, asideOf(asideShard)));
+    for (const entry of storeEntries().slice(0, 10)) {
+      const [dir, name] = entry.split('/') as [string, string];
+      if (dir === asideOf(asideShard) || !isLegacyName(name)) continue;
+      renameSync(join(store, entry), join(store, objectPath(Buffer.from(dir + name, 'hex'))));
+    }
+    const orphanPaths = [legacyObjectPath(sha256(orphans[0]!)), `${asideOf(asideShard)}/${legacyObjectPath(sha256(orphans[1]!)).slice(2)}`, objectPath(sha256(orphans[2]!))];
+    for (const [i, path] of orphanPaths.entries()) {
+      mkdirSync(dirname(join(store, path)), { recursive: true });
+      writeFileSync(join(store, path), orphans[i]!);
+    }
     const linked = storeEntries().filter((entry) => lstatSync(join(store, entry)).nlink > 1);
+    expect(linked.some((entry) => entry.startsWith(`${asideShard}.old/`))).toBe(true);
+    expect(linked.some((entry) => isLegacyName(entry.slice(2)))).toBe(true);
     const before = releaseFiles();
 
     runToEnd(new ObjectCollection(store), 8);
 
     expect(storeEntries()).toEqual(linked);
+    for (const path of orphanPaths) expect(lstatSync(join(store, path), { throwIfNoEntry: false }), path).toBeUndefined();
     expect(releaseFiles()).toEqual(before);
   });
 
