@@ -25,7 +25,7 @@ const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 const VALUES = new Int8Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i += 1) VALUES[ALPHABET.charCodeAt(i)] = i;
 
-export const DIGEST_BYTES = 32;
+const DIGEST_BYTES = 32;
 export const NAME_LENGTH = 52;
 const SHARD = /^[0-9a-f]$/;
 const ASIDE = /^[0-9a-f]\.old$/;
