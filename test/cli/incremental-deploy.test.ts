@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { objectPath } from '../../src/adapters/fs/object-names.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file as tarFile, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
@@ -185,7 +186,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       // Garbage collection, as it were, at the worst moment: once, just before the first publish.
       if (req.url?.endsWith('/publish') && !collected) {
         collected = true;
-        await unlink(join(h.deploysRoot, USER, '.objects', lost[0]!, lost.slice(1)));
+        await unlink(join(h.deploysRoot, USER, '.objects', objectPath(lost)));
       }
       return 'forward' as const;
     };

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { digestOfEntry, legacyObjectPath, objectPath } from '../../src/adapters/fs/object-names.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
@@ -185,7 +186,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     const missing = opened.body.missing as string[];
     expect((await upload(id, objects(s, missing))).status).toBe(200);
     const [short, changed] = [missing[0]!, missing[1]!];
-    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, digest.slice(0, 1), digest.slice(1));
+    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, objectPath(digest));
     await writeFile(uploaded(short), '');
     const bytes = await readFile(uploaded(changed));
     bytes[0] = bytes[0]! ^ 1;
@@ -514,7 +515,7 @@ describe('a manifest relative to a release the server has (real server, real dir
   it("a base's file whose bytes the store lost is not looked for at the open (the base links it) but asked for at the publish, then published", async () => {
     const lostPath = 'docs/part-2/page-6.html';
     const lost = createHash('sha256').update(base.site[lostPath]!).digest('hex');
-    await rm(join(h.deploysRoot, 'rel', '.objects', lost.slice(0, 1), lost.slice(1)));
+    await rm(join(h.deploysRoot, 'rel', '.objects', objectPath(lost)));
     const v3 = { ...base.site, 'index.html': Buffer.from('v3 lost\n') };
     const opened = await relative('docs', base, v3);
     expect(opened.status, JSON.stringify(opened.body)).toBe(201);
@@ -593,6 +594,36 @@ describe('a manifest relative to a release the server has (real server, real dir
       const reply = await open({ project: 'docs', ...body });
       expect(reply.status, error).toBe(400);
       expect(reply.body.error).toBe(error);
+    }
+  });
+
+  it('a base whose files link objects still under their old names (a store start-up has not renamed yet): derived, published without a 409, still shared', async () => {
+    const old = site('old', 40);
+    const deployed = await h.deploy(token, 'legacy', tgz(Object.entries(old).map(([path, bytes]) => file(path, bytes))));
+    expect(deployed.status).toBe(200);
+    // As a version before base32 names stored them: the base is from an archive, so the open walks it.
+    const store = join(h.deploysRoot, 'rel', '.objects');
+    for (const shard of await readdir(store)) {
+      for (const name of await readdir(join(store, shard))) {
+        const digest = digestOfEntry(shard, name)!;
+        await rename(join(store, shard, name), join(store, legacyObjectPath(Buffer.from(digest, 'hex'))));
+      }
+    }
+    const oldBase = { id: deployed.body.release as string, site: old };
+    const next = { ...old, 'index.html': Buffer.from('next\n'), 'docs/part-1/page-9.html': Buffer.from('changed\n') };
+    const opened = await relative('legacy', oldBase, next);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    expect(new Set(opened.body.missing as string[])).toEqual(new Set([sha256(next['index.html']!), sha256(next['docs/part-1/page-9.html']!)]));
+    const id = String(opened.body.id);
+    expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(next, opened.body.missing as string[]) })).status).toBe(200);
+    const published = await h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    const dir = release('rel', 'legacy', published.body.release as string);
+    expect(digestsOf(await releaseFiles(dir))).toEqual(digestsOf(next));
+    for (const [path, bytes] of Object.entries(next)) {
+      if (bytes.length === 0) continue;
+      const [now, then] = await Promise.all([stat(join(dir, path)), stat(join(release('rel', 'legacy', oldBase.id), path))]);
+      expect(now.ino === then.ino, path).toBe(bytes.equals(old[path]!));
     }
   });
 

@@ -1,19 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { digestOfEntry, objectPath as objectPathInStore } from '../../src/adapters/fs/object-names.js';
 import { file, tgz } from './tar-builder.js';
 
 /**
  * Helpers for tests of the per-user store of shared files (docs/content-store.md):
- * `DEPLOYS_ROOT/<user>/.objects/<first hex digit>/<the other 63>`, one file per SHA-256
- * digest, whose link count is its reference count.
+ * `DEPLOYS_ROOT/<user>/.objects/<first hex digit>/<the digest in base32>`, one file per
+ * SHA-256 digest, whose link count is its reference count.
  */
 
 export const sha256 = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
 export const EMPTY_DIGEST = sha256('');
 
 export const storeOf = (deploysRoot: string, user: string): string => join(deploysRoot, user, '.objects');
-export const objectPath = (store: string, digest: string): string => join(store, digest.slice(0, 1), digest.slice(1));
+export const objectPath = (store: string, digest: string): string => join(store, objectPathInStore(digest));
 
 export interface StoredObject {
   readonly digest: string;
@@ -21,14 +22,14 @@ export interface StoredObject {
   readonly nlink: number;
 }
 
-/** Every object in a store (none if there is no store), with its link count. */
+/** Every object in a store (none if there is no store), under either name (object-names.ts), with its link count. */
 export async function storeObjects(store: string): Promise<StoredObject[]> {
   const objects: StoredObject[] = [];
   for (const shard of await readdir(store).catch(() => [])) {
     for (const rest of await readdir(join(store, shard)).catch(() => [])) {
       const path = join(store, shard, rest);
       const info = await stat(path).catch(() => undefined);
-      if (info) objects.push({ digest: `${shard}${rest}`, path, nlink: info.nlink });
+      if (info) objects.push({ digest: digestOfEntry(shard, rest) ?? `not an object: ${shard}/${rest}`, path, nlink: info.nlink });
     }
   }
   return objects;

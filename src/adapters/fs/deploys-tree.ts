@@ -164,12 +164,16 @@ export class DeploysTree {
   /**
    * A crash leaves objects no release links: between a deploy's adoption and its
    * release's rename, or with a pruned release's trash half deleted. The writer collects
-   * every user's store once, in the background, after the removals queued so far; the
-   * service does not wait for it to listen.
+   * every user's store once, in the background, after the removals queued so far, and
+   * then renames what is still under an old name (a store made before base32 names, or
+   * a renaming a crash cut short: object-names.ts); the service does not wait for either
+   * to listen. Collected first, so that no garbage is renamed.
    */
-  async collectEveryStore(): Promise<void> {
+  async collectAndMigrateEveryStore(): Promise<void> {
     for (const user of await readdir(this.roots.deploysRoot, { withFileTypes: true })) {
-      if (user.isDirectory() && isResourceName(user.name)) this.collectObjects(user.name as Username);
+      if (!user.isDirectory() || !isResourceName(user.name)) continue;
+      this.collectObjects(user.name as Username);
+      this.trash.migrateObjectNames(this.objectsDir(user.name as Username));
     }
   }
 

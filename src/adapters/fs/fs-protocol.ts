@@ -68,11 +68,12 @@ export interface StagingObjects {
 /**
  * From the main thread to the writer, which interleaves them with the jobs' writes, a
  * few hundred entries at a time: rm -rf of a tree (`path`), the collection of a store's
- * objects that no release links (`path` the store), the adoption of a staging job's
+ * objects that no release links (`path` the store), the renaming of a store's objects
+ * still under their old names (`migrate`, `path` the store), the adoption of a staging job's
  * new objects (`path`) into a store (`into`), a probe of a store, or a release's manifest.
  */
 export type RemoveRequest =
-  | { type: 'remove' | 'collect'; id: number; path: string }
+  | { type: 'remove' | 'collect' | 'migrate'; id: number; path: string }
   | { type: 'adopt'; id: number; path: string; into: string }
   /** Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size. */
   | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number> }

@@ -136,6 +136,11 @@ export class FsThreads {
     await this.ask({ type: 'collect', path });
   }
 
+  /** Renames the objects of the store at `path` still under their old names (object-names.ts, store-objects.ts). */
+  async migrateObjectNames(path: string): Promise<void> {
+    await this.ask({ type: 'migrate', path });
+  }
+
   /** Links a staging job's new objects (`fresh`) into the user's store (`store`). */
   async adoptObjects(fresh: string, store: string): Promise<void> {
     await this.ask({ type: 'adopt', path: fresh, into: store });

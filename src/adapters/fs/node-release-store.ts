@@ -157,7 +157,7 @@ export class NodeReleaseStore implements ReleaseStore {
         removed.push(path);
       }
     }
-    await this.tree.collectEveryStore();
+    await this.tree.collectAndMigrateEveryStore();
     return removed;
   }
 }

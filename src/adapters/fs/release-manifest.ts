@@ -2,9 +2,9 @@ import { createHash, type Hash } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
+import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
-const OBJECT_REST = /^[0-9a-f]{63}$/;
 /** Bytes of a file read and hashed at a time, in the rare case its digest must come from its bytes. */
 const READ_BYTES = 256 * 1024;
 /**
@@ -30,7 +30,8 @@ interface Found {
  * than kept beside it: a release's files are hard links into the user's store, whose
  * objects are named by their digests, so a file's digest is the name of the object with
  * its inode. The walk lists the release (lstat each file), then the store until every
- * inode is named, then hashes the few files no object names (an EMLINK copy, or a file
+ * inode is named (under a new name or, in a store start-up has not finished renaming, an
+ * old one: object-names.ts), then hashes the few files no object names (an EMLINK copy, or a file
  * whose object was replaced by such a copy). A few thousand lstats per step, as a probe
  * of the store, on the writer thread, between the batches of the deploys it is writing.
  *
@@ -110,24 +111,27 @@ export class ReleaseManifestWalk {
 
   private walkStore(): void {
     if (this.shards === undefined) {
-      this.shards = (storeRead(() => readdirSync(this.store)) ?? []).filter((name) => /^[0-9a-f]$/.test(name));
+      this.shards = (storeRead(() => readdirSync(this.store)) ?? []).filter((name) => isShard(name) || isAsideShard(name));
       return;
     }
-    const rest = this.objects.pop();
-    if (rest === undefined) {
+    const name = this.objects.pop();
+    if (name === undefined) {
       const shard = this.shards.pop();
       if (shard === undefined) this.phase = 'hash';
       else {
         this.shard = shard;
-        this.objects = (storeRead(() => readdirSync(join(this.store, shard))) ?? []).filter((name) => OBJECT_REST.test(name));
+        this.objects = storeRead(() => readdirSync(join(this.store, shard))) ?? [];
       }
       return;
     }
-    const info = storeRead(() => lstatSync(join(this.store, this.shard, rest), { bigint: true }));
+    const info = storeRead(() => lstatSync(join(this.store, this.shard, name), { bigint: true }));
     if (info === undefined || info.dev !== this.identity!.dev) return;
     const named = this.unnamed.get(info.ino);
-    if (named === undefined) return;
-    for (const found of named) found.digest = this.shard + rest;
+    // Decoded only for a release's inode; a name that is no object's says no digest, and
+    // the inode is named by another entry or hashed.
+    const digest = named && digestOfEntry(this.shard, name);
+    if (named === undefined || digest === undefined) return;
+    for (const found of named) found.digest = digest;
     this.unnamed.delete(info.ino);
     // Every file named: the rest of the store has nothing more to say.
     if (this.unnamed.size === 0) this.phase = 'hash';

@@ -1,5 +1,6 @@
-import { lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from './object-names.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -66,6 +67,105 @@ export class ObjectCollection extends StoreWalk {
   }
 }
 
+/**
+ * Renames the objects of a store made before base32 names (object-names.ts) to their new
+ * names, a few at a time, like the collection; start-up runs it on every store. rename(2)
+ * keeps the inode, so no release is touched: each holds its own links. Where the new
+ * name is taken already (a deploy since the upgrade stored the same bytes), that object
+ * stays and the old name goes: the releases linking either keep their bytes, only their
+ * sharing is lost. A shard that holds old names is first set aside whole (`<shard>.old`),
+ * since ext4 never shrinks a directory: the shard's new names go into a fresh directory
+ * of its name, and the old one is removed once empty. A crash part-way leaves both kinds
+ * of names, and shards set aside, which every reader takes (object-names.ts) and the next
+ * start finishes renaming. Another replica's deploy that adds an object meanwhile finds
+ * its shard made again (ObjectAdoption); one of a version before base32 names adds old
+ * names, which the next start renames.
+ */
+export class ObjectNameMigration extends StoreWalk {
+  /** Where the names the walk is visiting are: the shard entered, or where it was set aside. */
+  private dir = '';
+  private readonly setAside: string[] = [];
+
+  override step(budget: number): boolean {
+    if (!super.step(budget)) return false;
+    for (const aside of this.setAside.splice(0)) removeIfEmpty(join(this.root, aside));
+    return true;
+  }
+
+  protected enter(shard: string): string[] {
+    if (isAsideShard(shard)) return this.emptying(shard);
+    if (!isShard(shard)) return [];
+    const names = listed(join(this.root, shard));
+    if (!names.some(isLegacyName)) return [];
+    try {
+      renameSync(join(this.root, shard), join(this.root, asideOf(shard)));
+      return this.emptying(asideOf(shard));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+    }
+    // Set aside already, and not yet emptied (a crash): these few are renamed where they are.
+    this.dir = shard;
+    return names.filter(isLegacyName);
+  }
+
+  protected visit(_shard: string, name: string): void {
+    const digest = digestOfEntry(this.dir, name);
+    // Not an object: left where it is (a shard set aside then stays, and is walked as one).
+    if (digest === undefined) return;
+    const from = join(this.root, this.dir, name);
+    const [shard, newName] = objectPath(digest).split('/') as [string, string];
+    const to = join(this.root, shard, newName);
+    // An old name goes if its new one is taken: in the shard, or still in the shard set
+    // aside, whichever of the two is walked first (an object stored since the upgrade).
+    const taken = isLegacyName(name) ? [to, join(this.root, asideOf(shard), newName)] : [to];
+    try {
+      if (taken.some((path) => lstatSync(path, { throwIfNoEntry: false }))) unlinkSync(from);
+      else renameInto(from, to);
+    } catch (error) {
+      // Gone meanwhile: another replica's collection or migration took it.
+      if (!isMissing(error)) throw error;
+    }
+  }
+
+  private emptying(aside: string): string[] {
+    this.dir = aside;
+    this.setAside.push(aside);
+    return listed(join(this.root, aside));
+  }
+}
+
+/** rename(2) into a shard, making it first if it is not there (set aside meanwhile). */
+function renameInto(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+    return;
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+  mkdirSync(dirname(to), { recursive: true, mode: 0o755 });
+  renameSync(from, to);
+}
+
+function listed(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw error;
+  }
+}
+
+/** rmdir(2) if nothing is left in it; what another replica put there meanwhile waits for the next start. */
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+  }
+}
+
 function collectIfUnlinked(path: string): void {
   try {
     const info = lstatSync(path);
@@ -107,7 +207,8 @@ export class ObjectAdoption extends StoreWalk {
   }
 
   protected visit(shard: string, name: string): void {
-    renameSync(join(this.root, shard, name), join(this.store, shard, name));
+    // The shard can go between the listing and here: another replica set it aside to rename its objects.
+    renameInto(join(this.root, shard, name), join(this.store, shard, name));
   }
 }
 
@@ -147,11 +248,6 @@ export class ObjectProbe {
     }
     return this.pending.length === 0;
   }
-}
-
-/** An object's place in a store: under a shard named by its first hex digit. */
-export function objectPath(digest: string): string {
-  return `${digest.slice(0, 1)}/${digest.slice(1)}`;
 }
 
 function objectSize(path: string): number | undefined {

@@ -29,6 +29,11 @@ export class TrashCollector {
     this.enqueue(store, () => this.threads.collectObjects(store));
   }
 
+  /** Queues the renaming of a store's objects still under their old names, after the work before it. */
+  migrateObjectNames(store: string): void {
+    this.enqueue(store, () => this.threads.migrateObjectNames(store));
+  }
+
   private enqueue(path: string, work: () => Promise<void>): void {
     this.queue = this.queue.then(() =>
       work().catch((error: unknown) => {

@@ -12,8 +12,9 @@ import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
+import { first30BitsOfName, isShard, legacyObjectPath, NAME_LENGTH, objectPath } from './object-names.js';
 import { ReleaseManifestWalk } from './release-manifest.js';
-import { ObjectAdoption, ObjectCollection, ObjectProbe } from './store-objects.js';
+import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe } from './store-objects.js';
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
 import { TreeRemoval } from './tree-removal.js';
@@ -130,7 +131,7 @@ class Target {
    */
   private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
     // Empty files share nothing worth a link: each is an inode, as tar makes it.
-    const name = bytes.length > 0 ? objectName(digest) : undefined;
+    const name = bytes.length > 0 ? objectPath(digest) : undefined;
     if (name !== undefined && this.linkShared(name, digest, path)) return;
     this.create(path);
     writeFully(this.openFd!, bytes);
@@ -148,7 +149,7 @@ class Target {
     const path = this.openPath;
     if (this.openFd === undefined) throw new Error('a file was closed with none open');
     this.close();
-    const name = objectName(digest);
+    const name = objectPath(digest);
     const spare = this.spare();
     if (this.linkShared(name, digest, spare)) {
       renameSync(spare, path);
@@ -162,7 +163,7 @@ class Target {
    * the session's uploads (which then become new objects, as a written file does).
    */
   private linkObject(path: string, digest: Uint8Array): void {
-    const name = objectName(digest);
+    const name = objectPath(digest);
     if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
     if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
     const uploads = this.objects.uploads;
@@ -170,7 +171,11 @@ class Target {
       this.keepAsNew(path, name, digest);
       return;
     }
-    this.missing.push(name.replace('/', ''));
+    // A store start-up has not renamed yet (object-names.ts) holds it under its old
+    // name: a release relative to a base of before the upgrade links its files from there.
+    // Looked for last, so that only an object about to be reported missing costs the look.
+    if (linkOrCopy(`${this.objects.store}/${legacyObjectPath(digest)}`, path)) return;
+    this.missing.push(Buffer.from(digest).toString('hex'));
   }
 
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
@@ -210,16 +215,6 @@ class Target {
 }
 
 /**
- * An object's name in a store: its SHA-256 in hex under a shard of its first digit.
- * Sixteen shards: a directory cannot be shared, so each costs every user a block, and
- * ext4's hashed directories hold tens of thousands of entries without slowing.
- */
-function objectName(digest: Uint8Array): string {
-  const hex = Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex');
-  return `${hex.slice(0, 1)}/${hex.slice(1)}`;
-}
-
-/**
  * Which objects there may be, by the first 30 bits of each digest: a small integer per
  * object. A set of the names themselves took some 110 bytes per object of the writer's
  * heap (40,000 objects: 4-5 MiB, and as much again for a first deploy's new ones), kept
@@ -238,8 +233,8 @@ class ObjectHints {
   }
 
   addName(name: string): void {
-    // `<shard>/<rest>`: the first eight hex digits, less their last two bits.
-    this.keys.add(Number.parseInt(name.slice(0, 1) + name.slice(2, 9), 16) >>> 2);
+    const hint = first30BitsOfName(name);
+    if (!Number.isNaN(hint)) this.keys.add(hint);
   }
 }
 
@@ -256,8 +251,10 @@ function listStore(store: string): ObjectHints {
     throw error;
   }
   for (const shard of shards) {
-    if (shard.length !== 1) continue;
-    for (const rest of readdirSync(`${store}/${shard}`)) hints.addName(`${shard}/${rest}`);
+    // Objects still under their old names, or in a shard set aside while they are
+    // renamed, are not looked for: missing them costs only their sharing.
+    if (!isShard(shard)) continue;
+    for (const name of readdirSync(`${store}/${shard}`)) if (name.length === NAME_LENGTH) hints.addName(name);
   }
   return hints;
 }
@@ -349,7 +346,7 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-type Work = TreeRemoval | ObjectCollection | ObjectAdoption | ObjectProbe | ReleaseManifestWalk;
+type Work = TreeRemoval | ObjectCollection | ObjectNameMigration | ObjectAdoption | ObjectProbe | ReleaseManifestWalk;
 
 /**
  * Removals, collections, adoptions and probes in the order asked, the first one in
@@ -398,6 +395,8 @@ function workFor(message: RemoveRequest): Work {
       return new ObjectProbe(message.path, message.uploads, message.objects);
     case 'collect':
       return new ObjectCollection(message.path);
+    case 'migrate':
+      return new ObjectNameMigration(message.path);
     case 'manifest':
       return new ReleaseManifestWalk(message.path, message.store);
     default:
