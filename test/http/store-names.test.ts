@@ -23,10 +23,16 @@ function site(v: string, changed: (i: number) => boolean = () => false): Site {
 
 const archive = (s: Site): Buffer => tgz(Object.entries(s).map(([path, bytes]) => file(path, bytes)));
 
-/** Every entry of a store, `<dir>/<name>`. */
+/** Every entry of a store, `<dir>/<name>`; a shard the service removes while this lists it (one set aside, emptied) has none. */
 async function storeEntries(store: string): Promise<string[]> {
   const entries: string[] = [];
-  for (const dir of await readdir(store)) for (const name of await readdir(join(store, dir))) entries.push(`${dir}/${name}`);
+  for (const dir of await readdir(store)) {
+    const names = await readdir(join(store, dir)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+    for (const name of names) entries.push(`${dir}/${name}`);
+  }
   return entries.sort();
 }
 
