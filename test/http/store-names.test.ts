@@ -53,10 +53,13 @@ async function releaseFiles(project: string): Promise<Record<string, string>> {
   return out;
 }
 
-/** Waits until `done` holds (work the service does in the background after it listens). */
+/**
+ * Waits until `done` holds (work the service does in the background after it listens);
+ * a look that fails (a shard set aside between listing the store and listing it) is a no.
+ */
 async function eventually(done: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 20_000;
-  while (!(await done())) {
+  while (!(await done().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`never: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
