@@ -3,19 +3,22 @@ import type { Username } from '../domain/username.js';
 import { DeploySessionAccess } from './deploy-session-access.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+import { STAGING, type Staging } from './ports/staging.js';
 
-/** A client giving up its incremental deploy: the session and what it uploaded go. */
+/** A client giving up its incremental deploy: the session, what it uploaded and what was prepared of its release go. */
 @injectable()
 export class CancelDeploySession {
   constructor(
     @inject(DeploySessionAccess) private readonly access: DeploySessionAccess,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
+    @inject(STAGING) private readonly staging: Staging,
   ) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<void> {
     const session = await this.access.use(input.user, input.token, input.id);
     await this.sessions.close(session.id);
     await this.objects.removeUploads(session.id);
+    await this.staging.forgetPrepared(session.id);
   }
 }

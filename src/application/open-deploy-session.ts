@@ -15,6 +15,7 @@ import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from '
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+import { STAGING, type Staging } from './ports/staging.js';
 
 export interface OpenSessionInput {
   readonly user: Username;
@@ -32,7 +33,8 @@ export interface OpenSessionInput {
 /**
  * The first step of an incremental deploy: the manifest is checked whole (every rule an
  * archive's entries obey), kept as a session, and answered with the objects the user's
- * store lacks. Nothing of the site changes until the session is published. A manifest
+ * store lacks; staging may start building the release meanwhile (Staging.prepare).
+ * Nothing of the site changes until the session is published. A manifest
  * relative to a release of the project is made whole first, from that release's files
  * as they are on disk, and only if they are the files the client says they are.
  */
@@ -45,6 +47,7 @@ export class OpenDeploySession {
     @inject(PublishRelease) private readonly publisher: PublishRelease,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
+    @inject(STAGING) private readonly staging: Staging,
   ) {}
 
   async execute(input: OpenSessionInput): Promise<SessionState> {
@@ -66,6 +69,9 @@ export class OpenDeploySession {
     const missing = await this.objects.missing(input.user, undefined, sought);
     const id = await this.sessions.open(session, maxPerUser, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
+    // A redeploy: the release is mostly built while the changed objects upload. Not a
+    // first deploy, which the client may well send as an archive instead.
+    if (missing.length <= packed.objectCount / 2) this.staging.prepare(input.user, id, packed, missing);
     return stateOf({ id, ...session }, missing);
   }
 

@@ -16,6 +16,8 @@ export interface PackedFile {
   readonly path: string;
   readonly size: number;
   readonly digest: Uint8Array;
+  /** Its content's index among the manifest's objects (objectIndex), or undefined for an empty file. */
+  readonly object: number | undefined;
 }
 
 /**
@@ -105,6 +107,13 @@ export class PackedManifest {
     return index === NO_OBJECT ? undefined : this.packed.readDoubleLE(HEADER_BYTES + index * OBJECT_BYTES + DIGEST_BYTES);
   }
 
+  /** Where the content `digest` is among the objects (0 to objectCount - 1), if the manifest lists it. */
+  objectIndex(digest: string): number | undefined {
+    if (!DIGEST.test(digest)) return undefined;
+    const index = this.indexOf(digest);
+    return index === NO_OBJECT ? undefined : index;
+  }
+
   /** The bytes of its distinct contents: what a session's uploads may add up to at most. */
   objectBytes(): number {
     let bytes = 0;
@@ -122,8 +131,11 @@ export class PackedManifest {
   /** The files in the manifest's order, one at a time: nothing but the file in hand is made. */
   *files(): Generator<PackedFile> {
     for (const { path, object } of this.entries()) {
-      if (object === undefined) yield { path, size: 0, digest: EMPTY_FILE_DIGEST };
-      else yield { path, size: this.packed.readDoubleLE(object + DIGEST_BYTES), digest: this.packed.subarray(object, object + DIGEST_BYTES) };
+      if (object === undefined) yield { path, size: 0, digest: EMPTY_FILE_DIGEST, object: undefined };
+      else {
+        const index = (object - HEADER_BYTES) / OBJECT_BYTES;
+        yield { path, size: this.packed.readDoubleLE(object + DIGEST_BYTES), digest: this.packed.subarray(object, object + DIGEST_BYTES), object: index };
+      }
     }
   }
 

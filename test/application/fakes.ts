@@ -130,7 +130,23 @@ export class InMemoryStaging implements Staging {
     return this.staged(user, text.split('\n').map((content, i) => ({ path: pathOf(i), content })));
   }
 
+  /** Sessions prepare() was told of, by user: there is nothing to build ahead in memory. */
+  readonly prepared = new Map<string, Username>();
+
+  prepare(user: Username, session: string): void {
+    this.prepared.set(session, user);
+  }
+
+  preparedSessions(): string[] {
+    return [...this.prepared.keys()];
+  }
+
+  async forgetPrepared(session: string): Promise<void> {
+    this.prepared.delete(session);
+  }
+
   async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
+    this.prepared.delete(session);
     const { files } = manifest.manifest();
     const store = this.disk.storeOf(user);
     const uploads = this.disk.uploads.get(session);

@@ -29,7 +29,7 @@ async function world() {
   const previews = new InMemoryPreviewLinks(clock);
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock), new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
   const sessions = new InMemoryDeploySessions();
-  const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings);
+  const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
   // alice's docs has release R1: index.html and a.css.
   const base = [fileOf('index.html', 'home'), fileOf('a.css', 'body{}')];
   disk.tree.set('alice/docs', new Map([[R1, [{ path: 'index.html', content: 'home' }, { path: 'a.css', content: 'body{}' }]]]));

@@ -185,8 +185,11 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     const lost = sha(files['docs/café.css']);
     let collected = false;
     proxy.hook = async (req) => {
-      // Garbage collection, as it were, at the worst moment: once, just before the first publish.
-      if (req.url?.endsWith('/publish') && !collected) {
+      // Garbage collection, as it were, at the worst moment: once, as the manifest arrives.
+      // The manifest is relative to the release before, which links the file, so the open
+      // does not look for it; the release prepared meanwhile does not find it, nor does the
+      // publish.
+      if (req.method === 'POST' && req.url === '/api/v1/deploys' && !collected) {
         collected = true;
         await unlink(join(h.deploysRoot, USER, '.objects', objectPath(lost)));
       }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../src/domain/errors.js';
 import { EMPTY_DIGEST } from '../../src/domain/manifest.js';
-import { alice, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, blog, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 
@@ -86,6 +86,71 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
     it("never assembles from another user's store", over(open, async (d) => {
       await release(d, bob, docs, R1, ['bob only']);
       await expect(d.staging.assemble(alice, SESSION, packed(manifestOf('bob only')))).rejects.toBeInstanceOf(ObjectsMissing);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it("a prepared release is finished by assemble with what was uploaded since, the store's files and empty ones kept", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      const manifest = packed(manifestOf('stored', 'sent', '', 'sent'));
+      d.staging.prepare(alice, SESSION, manifest, [digestOf('sent')]);
+      expect(d.staging.preparedSessions()).toEqual([SESSION]);
+      expect(await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going())).toBe(1);
+      const staged = await d.staging.assemble(alice, SESSION, manifest);
+      expect(d.staging.preparedSessions()).toEqual([]);
+      expect(staged).toMatchObject({ files: 4, bytes: 14 });
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['stored', 'sent', '', 'sent']);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
+    it('a prepared release whose object is in neither the store nor the uploads is refused at assemble like any: ObjectsMissing, leaving nothing', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      // Told nothing was missing, as when the store lost an object after the session opened.
+      const manifest = packed(manifestOf('stored', 'absent'));
+      d.staging.prepare(alice, SESSION, manifest, []);
+      const assembling = d.staging.assemble(alice, SESSION, manifest);
+      await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
+      await expect(assembling).rejects.toMatchObject({ digests: [digestOf('absent')] });
+      expect(await d.leftovers()).toEqual([]);
+      // Uploaded, the next publish builds it whole.
+      await d.objects.receive(alice, SESSION, d.batch([[digestOf('absent'), 'absent']]), expecting(objectsOf('absent')), going());
+      const staged = await d.staging.assemble(alice, SESSION, manifest);
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['stored', 'absent']);
+    }));
+
+    it('a prepared object the store had but the session was told was missing is linked all the same', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored', 'also stored']);
+      const manifest = packed(manifestOf('stored', 'also stored'));
+      d.staging.prepare(alice, SESSION, manifest, [digestOf('also stored')]);
+      const staged = await d.staging.assemble(alice, SESSION, manifest);
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['stored', 'also stored']);
+    }));
+
+    it('forgetPrepared throws away what was prepared, leaving nothing; a later assemble builds the whole release', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      const manifest = packed(manifestOf('stored', ''));
+      d.staging.prepare(alice, SESSION, manifest, []);
+      await d.staging.forgetPrepared(SESSION);
+      expect(d.staging.preparedSessions()).toEqual([]);
+      expect(await d.leftovers()).toEqual([]);
+      await d.staging.forgetPrepared(SESSION);
+      const staged = await d.staging.assemble(alice, SESSION, manifest);
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['stored', '']);
+    }));
+
+    it("a release prepared for one user never takes another's store, nor serves another user's assemble", over(open, async (d) => {
+      await release(d, bob, docs, R1, ['bob only']);
+      const manifest = packed(manifestOf('bob only'));
+      d.staging.prepare(alice, SESSION, manifest, []);
+      await expect(d.staging.assemble(alice, SESSION, manifest)).rejects.toBeInstanceOf(ObjectsMissing);
+      d.staging.prepare(alice, SESSION, manifest, []);
+      const staged = await d.staging.assemble(bob, SESSION, manifest);
+      await d.store.commit(staged, bob, blog, R2);
+      expect(await d.served(bob, blog, R2)).toEqual(['bob only']);
+      await d.staging.forgetPrepared(SESSION);
       expect(await d.leftovers()).toEqual([]);
     }));
 

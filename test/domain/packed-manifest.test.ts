@@ -43,6 +43,24 @@ describe('PackedManifest', () => {
     );
   });
 
+  it("numbers its objects: each file's object index is its content's, and no two contents share one", () => {
+    fc.assert(
+      fc.property(manifests, (files) => {
+        const manifest = manifestOf(files);
+        const packed = PackedManifest.pack(manifest);
+        const indexes = [...manifest.objects.keys()].map((digest) => packed.objectIndex(digest));
+        expect(new Set(indexes).size).toBe(manifest.objects.size);
+        for (const index of indexes) expect(index).toSatisfy((i: number | undefined) => i !== undefined && i >= 0 && i < packed.objectCount);
+        for (const file of packed.files()) {
+          const hex = Buffer.from(file.digest).toString('hex');
+          expect(file.object).toBe(file.size === 0 ? undefined : packed.objectIndex(hex));
+        }
+        expect(packed.objectIndex(EMPTY_DIGEST)).toBeUndefined();
+        expect(packed.objectIndex(sha256('never listed'))).toBeUndefined();
+      }),
+    );
+  });
+
   it('finds the size of every content it lists, and of no other', () => {
     fc.assert(
       fc.property(manifests, fc.array(fc.nat({ max: 60 })), (files, others) => {

@@ -2,7 +2,7 @@ import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../domain/errors.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
-import type { FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
+import type { AssemblyPart, FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
@@ -52,6 +52,11 @@ function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): 
   });
 }
 
+/** What an assembly built; `missing` is empty but for a part `ahead` (fs-protocol.ts, AssemblyPart). */
+export interface Assembled extends Omit<Extracted, 'compressedBytes'> {
+  readonly missing: readonly string[];
+}
+
 export const ARCHIVE_EXTRACTOR = Symbol.for('sitedrop.ArchiveExtractor') as ServiceIdentifier<ArchiveExtractor>;
 
 /** Streams gzip-compressed tar bytes to the unpack thread, which unpacks them into a directory. */
@@ -89,18 +94,19 @@ export class ArchiveExtractor {
 
   /**
    * Builds the manifest's files in `dir` from objects the user has (`objects.store`, or
-   * `objects.uploads`, kept as new). Throws ObjectsMissing naming those it lacks.
+   * `objects.uploads`, kept as new), or the `part` of them it names. Throws ObjectsMissing
+   * naming those it lacks; a part `ahead` answers them in `missing` instead.
    */
-  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean): Promise<Omit<Extracted, 'compressedBytes'>> {
+  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean, part?: AssemblyPart): Promise<Assembled> {
     let answer!: (outcome: Outcome) => void;
     const answered = new Promise<Outcome>((resolve) => (answer = resolve));
     const job = this.threads.openJob((message) => {
       if (message.type !== 'ack') answer(message);
     });
     try {
-      job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod });
+      job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod, ...(part && { part }) });
       const outcome = await answered;
-      if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes };
+      if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, missing: outcome.missing ?? [] };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
       throw new Error(`assembly failed: ${outcome.message}`);
     } finally {

@@ -14,16 +14,26 @@ import type { ManifestFile } from '../../domain/manifest.js';
  */
 export type ToUnpacker =
   | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: PackedBytes }
-  /** Builds a release in `dir` from objects the user has: an incremental deploy's publish. */
-  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean }
+  /** Builds a release in `dir` from objects the user has: an incremental deploy's publish, whole or in two parts. */
+  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean; part?: AssemblyPart }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
 
+/**
+ * An assembly in two parts, the first while the session's objects upload (a publish
+ * prepared, node-staging.ts). Flags by object index (PackedManifest.objectIndex), 1 for yes.
+ * `ahead`: every directory, every empty file, and a link for each file whose object is not
+ * `deferred`; an object not found is answered in `missing` rather than failing. `rest`: a
+ * link for each file whose object is `wanted`, into the directories `ahead` made.
+ */
+export type AssemblyPart = { readonly kind: 'ahead'; readonly deferred: Uint8Array } | { readonly kind: 'rest'; readonly wanted: Uint8Array };
+
 export type FailureKind = 'rejected' | 'io' | 'aborted' | 'missing';
 
 export type Outcome =
-  | { type: 'done'; job: number; files: number; entries: number; bytes: number }
+  /** `missing`: only from an assembly's `ahead` part, the objects it did not find. */
+  | { type: 'done'; job: number; files: number; entries: number; bytes: number; missing?: string[] }
   /** `missing`: the objects an assembly could not find (kind 'missing'). */
   | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
 

@@ -2,10 +2,11 @@ import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { StagedRelease, Staging } from '../../application/ports/staging.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 import { LOGGER, type Logger } from '../log/logger.js';
-import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from './archive-extractor.js';
 import { DeploysTree, type StagingArea } from './deploys-tree.js';
 import { syncFilesystem } from './durability.js';
 import { ManifestMemory } from './manifest-memory.js';
@@ -16,6 +17,36 @@ interface Filled {
   readonly bytes: number;
   readonly logged: Record<string, unknown>;
 }
+
+/** A prepared release's first part, done (fs-protocol.ts, AssemblyPart). */
+interface Ahead {
+  readonly area: StagingArea;
+  /** By object index: the objects that were uploading; the second part adds those the first did not find. */
+  readonly deferred: Uint8Array;
+  readonly built: Assembled;
+  readonly ms: number;
+}
+
+interface Prepared {
+  readonly user: Username;
+  /** Rejects when the first part failed; its area is gone then. */
+  readonly ahead: Promise<Ahead>;
+}
+
+/** `flags` (by object index) with the objects `digests` flagged too. */
+function flagged(flags: Uint8Array, manifest: PackedManifest, digests: readonly string[]): Uint8Array {
+  for (const digest of digests) {
+    const index = manifest.objectIndex(digest);
+    if (index !== undefined) flags[index] = 1;
+  }
+  return flags;
+}
+
+/**
+ * Releases prepared at once, at most: each fills a staging area in the background, outside
+ * the deploy slots (HTTP), so a client opening sessions cannot make it build without bound.
+ */
+const PREPARED_AT_ONCE = 4;
 
 /**
  * Staging areas in DEPLOYS_ROOT/.staging, filled by the unpack and writer threads from
@@ -31,8 +62,11 @@ export class NodeStaging implements Staging {
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
   ) {}
 
+  /** By session: releases being prepared, or prepared, until their assemble or forgetPrepared. */
+  private readonly prepared = new Map<string, Prepared>();
+
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
-    return this.fill(user, 'unpack', async (area) => {
+    return this.fill(user, 'unpack', undefined, async (area) => {
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
       const extracted = await this.extractor.extract(archive, area.dir, objects, limits, area.chmod, signal);
       return { files: extracted.files, bytes: extracted.bytes, logged: { compressedBytes: extracted.compressedBytes } };
@@ -40,13 +74,44 @@ export class NodeStaging implements Staging {
   }
 
   async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
-    const staged = await this.fill(user, 'assemble', async (area) => {
-      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) };
-      const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod);
-      return { files: built.files, bytes: built.bytes, logged: { session } };
-    });
+    const prepared = this.prepared.get(session);
+    this.prepared.delete(session);
+    // What was prepared is finished; what could not be (its area failed) is built whole.
+    const ahead = prepared?.user === user ? await prepared.ahead.catch(() => undefined) : undefined;
+    if (prepared && !ahead) await this.throwAwayPrepared(prepared);
+    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) });
+    const staged = ahead
+      ? await this.fill(user, 'assemble', ahead.area, async (area) => {
+          // The files ahead left: those whose objects were uploading, and those it did not find.
+          const wanted = flagged(ahead.deferred, manifest, ahead.built.missing);
+          await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted });
+          return { files: ahead.built.files, bytes: ahead.built.bytes, logged: { session, preparedMs: ahead.ms } };
+        })
+      : await this.fill(user, 'assemble', undefined, async (area) => {
+          const built = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod);
+          return { files: built.files, bytes: built.bytes, logged: { session } };
+        });
     this.manifests.stage(staged.handle, manifest);
     return staged;
+  }
+
+  prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void {
+    if (this.prepared.has(session) || this.prepared.size >= PREPARED_AT_ONCE) return;
+    const deferred = flagged(new Uint8Array(manifest.objectCount), manifest, missing);
+    const ahead = this.buildAhead(user, manifest, deferred);
+    // Heard by assemble or forgetPrepared; a failure only means the publish builds it all.
+    ahead.catch(() => undefined);
+    this.prepared.set(session, { user, ahead });
+  }
+
+  preparedSessions(): string[] {
+    return [...this.prepared.keys()];
+  }
+
+  async forgetPrepared(session: string): Promise<void> {
+    const prepared = this.prepared.get(session);
+    this.prepared.delete(session);
+    if (prepared) await this.throwAwayPrepared(prepared);
   }
 
   async discard(staged: StagedRelease): Promise<void> {
@@ -58,12 +123,30 @@ export class NodeStaging implements Staging {
     return this.tree.removeStagingAreas();
   }
 
-  /**
-   * A fresh staging area filled by `filling`, then made readable by the web server and
-   * safe from a crash; on any failure it is thrown away.
-   */
-  private async fill(user: Username, phase: 'unpack' | 'assemble', filling: (area: StagingArea) => Promise<Filled>): Promise<StagedRelease> {
+  /** The first part of a prepared assembly: the directories, and the files the store has, in an area of its own. */
+  private async buildAhead(user: Username, manifest: PackedManifest, deferred: Uint8Array): Promise<Ahead> {
     const area = await this.tree.openStagingArea();
+    try {
+      const started = performance.now();
+      const built = await this.extractor.assemble(manifest, area.dir, { store: this.tree.objectsDir(user), fresh: area.fresh }, area.chmod, { kind: 'ahead', deferred });
+      return { area, deferred, built, ms: Math.round(performance.now() - started) };
+    } catch (error) {
+      await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async throwAwayPrepared(prepared: Prepared): Promise<void> {
+    const ahead = await prepared.ahead.catch(() => undefined);
+    if (ahead) await this.tree.throwAwayStagingArea(ahead.area.dir).catch(() => undefined);
+  }
+
+  /**
+   * A staging area (a fresh one, or `area`) filled by `filling`, then made readable by
+   * the web server and safe from a crash; on any failure it is thrown away.
+   */
+  private async fill(user: Username, phase: 'unpack' | 'assemble', opened: StagingArea | undefined, filling: (area: StagingArea) => Promise<Filled>): Promise<StagedRelease> {
+    const area = opened ?? (await this.tree.openStagingArea());
     try {
       const started = performance.now();
       const filled = await filling(area);

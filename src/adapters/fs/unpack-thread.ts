@@ -30,7 +30,7 @@ import { ArchiveRejected } from '../../domain/errors.js';
 import { assertExpectedObject, assertObjectBytes } from '../../domain/manifest.js';
 import { PackedManifest, type PackedFile } from '../../domain/packed-manifest.js';
 import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
-import type { FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
+import type { AssemblyPart, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
@@ -155,6 +155,11 @@ abstract class WriterJob {
 
   private scheduled = false;
 
+  /** Whether an object a LINK did not find fails the job (always, but for an assembly's first part). */
+  protected get missingFails(): boolean {
+    return true;
+  }
+
   /** Stops the job's own input. */
   protected abstract stop(): void;
   /** Does as much of the job as the writer has room for. */
@@ -189,9 +194,12 @@ abstract class WriterJob {
     } else if (this.phase.name === 'settling') {
       let { outcome } = this.phase;
       // Objects an assembly linked are gone (collected since the deploy was told it had
-      // them): it must not be published, and the client uploads them again.
+      // them): it must not be published, and the client uploads them again. The first
+      // part of an assembly in two only says which: the second looks for them again.
       if (outcome.type === 'done' && message.missing.length > 0) {
-        outcome = { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing };
+        outcome = this.missingFails
+          ? { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing }
+          : { ...outcome, missing: message.missing };
       }
       // No forced full collection here: run after every archive, it made each next
       // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
@@ -397,19 +405,43 @@ class Job extends WriterJob {
 /**
  * A release built from objects the user already has (an incremental deploy's publish):
  * the directories its paths imply, then a LINK per file, a few batches at a time as
- * the writer keeps up. The manifest was checked when the session opened.
+ * the writer keeps up; or one part of that (AssemblyPart). The manifest was checked when
+ * the session opened.
  */
 class Assembly extends WriterJob {
   private readonly files: Iterator<PackedFile>;
   private left: number;
   private readonly ledger: ArchiveLedger;
 
-  constructor(id: number, root: string, objects: StagingObjects, chmod: boolean, manifest: PackedManifest) {
+  constructor(
+    id: number,
+    root: string,
+    objects: StagingObjects,
+    chmod: boolean,
+    manifest: PackedManifest,
+    private readonly part: AssemblyPart | undefined,
+  ) {
     super(id, root, objects, chmod, { name: 'entries' });
     this.files = manifest.files();
     this.left = manifest.fileCount;
     this.ledger = new ArchiveLedger({ maxFiles: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER });
     this.resume();
+  }
+
+  protected override get missingFails(): boolean {
+    return this.part?.kind !== 'ahead';
+  }
+
+  private build(file: PackedFile): void {
+    const part = this.part;
+    if (part?.kind === 'rest') {
+      // The directories and the empty files were made ahead.
+      if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest);
+      return;
+    }
+    for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
+    if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
+    else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest);
   }
 
   protected stop(): void {
@@ -420,10 +452,7 @@ class Assembly extends WriterJob {
     while (this.reading && this.left > 0 && !this.toWriter.full) {
       // About one batch of operations, then the writer's answer brings this back.
       for (let batch = 2048; batch > 0 && this.left > 0; batch -= 1, this.left -= 1) {
-        const file = this.files.next().value as PackedFile;
-        for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
-        if (file.size === 0) this.ops.put(file.path, file.digest, EMPTY);
-        else this.ops.link(file.path, file.digest);
+        this.build(this.files.next().value as PackedFile);
       }
     }
     if (!this.reading || this.left > 0) return;
@@ -447,7 +476,7 @@ main.on('message', (message: ToUnpacker) => {
     return;
   }
   if (message.type === 'assemble') {
-    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest)));
+    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest), message.part));
     return;
   }
   const job = jobs.get(message.job);
