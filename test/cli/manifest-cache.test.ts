@@ -42,4 +42,25 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     expect(notices).toHaveLength(3);
     expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
   });
+
+  it('begun while the server publishes, holds nothing until finished with the release; abandoned, writes nothing and keeps the last', async () => {
+    const cache = cacheIn('pending');
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files: files.slice(0, 1) });
+    const stamps = ['1:2:3:4:5', null];
+    const abandoned = cache.begin(SERVER, { project: 'p' }, { files, stamps });
+    abandoned.abandon();
+    const pending = cache.begin(SERVER, { project: 'p' }, { files, stamps });
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files: files.slice(0, 1) });
+    await pending.finish('20261124T120000');
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files, stamps });
+    expect(await readdir(join(work, 'pending'))).toHaveLength(1);
+  });
+
+  it('a cache that cannot be written is a notice, never a failed deploy', async () => {
+    const notices: string[] = [];
+    await writeFile(join(work, 'a-file'), 'not a directory');
+    const cache = new ManifestCache(join(work, 'a-file', 'cache'), (line) => notices.push(line));
+    await cache.begin(SERVER, { project: 'p' }, { files }).finish('20261124T120000');
+    expect(notices).toEqual([expect.stringMatching(/^cannot cache the published manifest in .+a-file\/cache \(.+\): the next deploy sends the whole manifest$/)]);
+  });
 });

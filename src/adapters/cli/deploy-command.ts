@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { ApiClient, DeployTarget, Json } from './api-client.js';
 import { measureSiteFolder, readSiteFolder, type SiteFolder } from './folder-manifest.js';
 import { deployIncrementally, MostlyNew, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
-import { cacheDirectory, ManifestCache } from './manifest-cache.js';
+import { cacheDirectory, ManifestCache, type PendingManifest } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { hashChangedFiles, type CheckedFolder, type RememberedFiles } from './quick-check.js';
@@ -82,11 +82,14 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     const checked = await hashed(folder, base);
     const { files, stamps } = checked;
     const baseRefused = () => cache.forget(api.server, target);
+    let caching: PendingManifest | undefined;
+    const publishing = () => void (caching ??= cache.begin(api.server, target, { files, stamps }));
     try {
-      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, baseRefused }));
-      await cache.write(api.server, target, { release: String(answer.release), files, stamps });
+      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, baseRefused, publishing }));
+      await (caching ?? cache.begin(api.server, target, { files, stamps })).finish(String(answer.release));
       return report(answer, { ...counts, hashedFiles: checked.hashed }, options.json);
     } catch (error) {
+      caching?.abandon();
       if (error instanceof MostlyNew) {
         err(`${error.message}: sending the whole folder as one archive`);
         published = checked;

@@ -46,6 +46,8 @@ export interface Conversation {
   readonly base?: PublishedManifest;
   /** The server would not start from `base`: it is not to be offered again. */
   readonly baseRefused?: () => Promise<void>;
+  /** A publish was asked for: the caller's own work may go on while the server does it. */
+  readonly publishing?: () => void;
 }
 
 /** Publishes that may each find objects gone (collected between the manifest and the publish) before the deploy gives up. */
@@ -166,7 +168,9 @@ export async function deployIncrementally(
       signal?.throwIfAborted();
       try {
         // Not abortable once asked: a publish is short, and only its answer says whether the site changed.
-        const answer = await api.publishDeploy(session.id);
+        const publish = api.publishDeploy(session.id);
+        conversation.publishing?.();
+        const answer = await publish;
         const totalBytes = files.reduce((sum, file) => sum + file.size, 0);
         const sentFiles = files.filter((file) => sent.has(file.digest)).length;
         return { answer, counts: { mode: 'incremental', sentFiles, sentBytes, skippedFiles: files.length - sentFiles, totalFiles: files.length, totalBytes } };

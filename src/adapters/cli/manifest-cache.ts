@@ -1,12 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
+import { finished } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { gunzip, gzip, type ZlibOptions } from 'node:zlib';
+import { createGzip, gunzip } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
 import type { ManifestFile } from './folder-manifest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
+
+/** A manifest being written (ManifestCache.begin): finished with its release, or abandoned. */
+export interface PendingManifest {
+  finish(release: string): Promise<void>;
+  abandon(): void;
+}
 
 /**
  * A release this machine published, with the manifest it was built from: the next
@@ -21,7 +28,6 @@ const FORMAT = 1;
 const RELEASE_ID = /^\d{8}T\d{6}$/;
 const DIGEST = /^[0-9a-f]{64}$/;
 const STAMP = /^\d+:\d+:\d+:\d+:\d+$/;
-const compress = promisify<Parameters<typeof gzip>[0], ZlibOptions, Buffer>(gzip);
 const inflate = promisify(gunzip);
 
 /**
@@ -79,22 +85,57 @@ export class ManifestCache {
     }
   }
 
-  /** Written whole under a temporary name, then renamed: a reader never sees half a file. */
   async write(server: string, target: DeployTarget, manifest: PublishedManifest): Promise<void> {
+    await this.begin(server, target, manifest).finish(manifest.release);
+  }
+
+  /**
+   * The manifest of a deploy under way, written once its release is known: everything
+   * else is serialized and compressed while the server publishes (5,000 files: 25 ms the
+   * deploy no longer waits for after its answer), the release added last. `abandon`, when
+   * the deploy fails, writes nothing.
+   */
+  begin(server: string, target: DeployTarget, remembered: RememberedFiles): PendingManifest {
     const path = this.pathOf(server, target);
-    if (path === undefined || this.dir === undefined) return;
+    if (path === undefined) return { finish: async () => undefined, abandon: () => undefined };
+    const body = { format: FORMAT, server: serverKey(server), ...target, files: remembered.files, stamps: remembered.stamps };
+    // Level 1: a deploy waits for this; level 6 took twice as long (5,000 files: 20 ms) for 7% less.
+    const gzip = createGzip({ level: 1 });
+    const compressed: Buffer[] = [];
+    gzip.on('data', (chunk: Buffer) => compressed.push(chunk));
+    const ended = finished(gzip);
+    ended.catch(() => undefined);
+    gzip.write(JSON.stringify(body).slice(0, -1));
+    return {
+      finish: async (release) => {
+        try {
+          gzip.end(`,"release":${JSON.stringify(release)}}`);
+          await ended;
+        } catch (error) {
+          return this.cannotWrite(error);
+        }
+        await this.put(path, Buffer.concat(compressed));
+      },
+      abandon: () => gzip.destroy(),
+    };
+  }
+
+  /** Written whole under a temporary name, then renamed: a reader never sees half a file. */
+  private async put(path: string, bytes: Buffer): Promise<void> {
     const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
-      await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const body = { format: FORMAT, server: serverKey(server), ...target, release: manifest.release, files: manifest.files, stamps: manifest.stamps };
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
       // Paths of a private site are the owner's business: readable by them alone.
-      // Level 1: a deploy waits for this; level 6 took twice as long (5,000 files: 20 ms) for 7% less.
-      await writeFile(temporary, await compress(JSON.stringify(body), { level: 1 }), { mode: 0o600 });
+      await writeFile(temporary, bytes, { mode: 0o600 });
       await rename(temporary, path);
     } catch (error) {
       await unlink(temporary).catch(() => undefined);
-      this.notice(`cannot cache the published manifest in ${this.dir} (${(error as Error).message}): the next deploy sends the whole manifest`);
+      this.cannotWrite(error);
     }
+  }
+
+  private cannotWrite(error: unknown): void {
+    this.notice(`cannot cache the published manifest in ${this.dir} (${(error as Error).message}): the next deploy sends the whole manifest`);
   }
 
   async forget(server: string, target: DeployTarget): Promise<void> {
