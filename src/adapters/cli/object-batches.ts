@@ -55,6 +55,12 @@ const GZIP_INPUT_BYTES = 64 * 1024;
  * media; level 6 took a third longer for 5% fewer bytes (250 pages, 2.4 MB).
  */
 const GZIP_LEVEL = 1;
+/**
+ * Tar taken in ahead of zlib: with the default 16 KiB the files were read only once zlib
+ * asked, so reading and compressing took turns instead of overlapping (250 pages packed
+ * in 113-120 ms cold, 94-101 with 1 MiB, five alternated pairs).
+ */
+const GZIP_AHEAD_BYTES = 1024 * 1024;
 
 const isSmall = (object: MissingObject): boolean => object.size <= SMALL_FILE_BYTES;
 
@@ -123,6 +129,6 @@ async function* tarEntries(root: string, batch: readonly MissingObject[], onByte
  */
 export function packObjects(root: string, batch: readonly MissingObject[], onBytes: (packed: number) => void = () => undefined): Readable {
   const packed = new PassThrough({ highWaterMark: PACKED_AHEAD_BYTES });
-  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false }), createGzip({ level: GZIP_LEVEL }), packed, () => undefined);
+  pipeline(Readable.from(tarEntries(root, batch, onBytes), { objectMode: false, highWaterMark: GZIP_AHEAD_BYTES }), createGzip({ level: GZIP_LEVEL, chunkSize: 64 * 1024 }), packed, () => undefined);
   return packed;
 }
