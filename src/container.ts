@@ -77,7 +77,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DeploysTree).toSelf().inSingletonScope();
   // What the staging assembled, the release store remembers once it is a release: one memory for both.
   c.bind(ManifestMemory).toSelf().inSingletonScope();
-  c.bind(STAGING).to(NodeStaging).inSingletonScope();
+  c.bind(NodeStaging).toSelf().inSingletonScope();
+  c.bind(STAGING).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
   c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
@@ -113,6 +114,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
  * the file-system threads and database connections. Returns the deletions that failed.
  */
 export async function disposeContainer(c: Container): Promise<string[]> {
+  await c.get(NodeStaging).close();
   const failed = await c.get(DeploysTree).settle();
   await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();

@@ -5,10 +5,11 @@ import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js
 import { STAGING, type Staging } from './ports/staging.js';
 
 /**
- * The sweep: sessions past their expiry are closed and their uploads removed; so are
- * uploads, and releases prepared for a publish (Staging.prepare), whose session is gone (closed by another replica, its user deleted, or a crash
- * between the two). A session is opened before anything is uploaded to it, so uploads
- * with no open session are never a session's in the making. Returns the sessions swept.
+ * The sweep: sessions past their expiry are closed and their uploads removed. So are the
+ * uploads, and the releases prepared for a publish (Staging.prepare), of sessions that
+ * are gone: closed by another replica, their user deleted, or a crash between the close
+ * and the removal. A session is opened before anything is uploaded to it or prepared for
+ * it, so neither is ever a session's in the making. Returns what it swept.
  */
 @injectable()
 export class ExpireDeploySessions {
@@ -29,11 +30,10 @@ export class ExpireDeploySessions {
     const open = await this.sessions.stillOpen(uploaded);
     const orphans = uploaded.filter((id) => !open.has(id));
     for (const id of orphans) await this.objects.removeUploads(id);
-    // Releases prepared here for sessions that ended: expired, or published or cancelled
-    // through another replica.
     const prepared = this.staging.preparedSessions();
     const live = await this.sessions.stillOpen(prepared);
-    for (const id of prepared) if (!live.has(id)) await this.staging.forgetPrepared(id);
-    return expired.length + orphans.length;
+    const ended = prepared.filter((id) => !live.has(id));
+    for (const id of ended) await this.staging.forgetPrepared(id);
+    return expired.length + orphans.length + ended.length;
   }
 }

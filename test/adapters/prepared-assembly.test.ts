@@ -43,12 +43,14 @@ describe('a release prepared while objects upload (real directories)', () => {
     d.staging.prepare(alice, SESSION, manifest, [digestOf('new')]);
     const staging = join(d.deploysRoot, '.staging');
     let area = '';
+    const made = (path: string) => stat(join(area, path)).then(() => true, () => false);
     await eventually(async () => {
       const areas = await readdir(staging);
       if (areas.length !== 1) return false;
       area = join(staging, areas[0]!);
-      return (await readFile(join(area, 'b/also.html'), 'utf8').catch(() => '')) === 'also';
+      return (await Promise.all(['a/kept.html', 'b/also.html', 'c/d', 'empty.txt'].map(made))).every(Boolean);
     });
+    expect(await readFile(join(area, 'b/also.html'), 'utf8')).toBe('also');
     expect((await stat(join(area, 'a/kept.html'))).nlink).toBeGreaterThan(1);
     expect((await stat(join(area, 'c/d'))).isDirectory()).toBe(true);
     expect((await stat(join(area, 'empty.txt'))).size).toBe(0);
@@ -62,12 +64,24 @@ describe('a release prepared while objects upload (real directories)', () => {
     await d.staging.discard(staged);
   });
 
-  it('prepares a few at once at most: the next is left to its publish', async () => {
+  it('prepares four at once at most, one per user; a forgotten one counts until it is thrown away; close throws all away', async () => {
     const manifest = manifestOf({ 'a/kept.html': 'kept' });
-    const sessions = Array.from({ length: 6 }, (_, i) => `${String(i).repeat(32)}`);
-    for (const session of sessions) d.staging.prepare(alice, session, manifest, []);
-    expect(d.staging.preparedSessions()).toEqual(sessions.slice(0, 4));
-    for (const session of sessions) await d.staging.forgetPrepared(session);
+    const session = (i: number) => String(i).repeat(32);
+    d.staging.prepare(alice, session(0), manifest, []);
+    d.staging.prepare(alice, session(1), manifest, []);
+    expect(d.staging.preparedSessions()).toEqual([session(0)]);
+    const others = Array.from({ length: 5 }, (_, i) => `user${i}` as Username);
+    others.forEach((user, i) => d.staging.prepare(user, session(i + 2), manifest, []));
+    expect(d.staging.preparedSessions()).toEqual([0, 2, 3, 4].map(session));
+    // Forgotten, it still counts while its area goes; then the slot is free.
+    const forgetting = d.staging.forgetPrepared(session(0));
+    d.staging.prepare(others[4]!, session(6), manifest, []);
+    expect(d.staging.preparedSessions()).toEqual([2, 3, 4].map(session));
+    await forgetting;
+    d.staging.prepare(others[4]!, session(6), manifest, []);
+    expect(d.staging.preparedSessions()).toEqual([2, 3, 4, 6].map(session));
+    await d.staging.close();
+    expect(d.staging.preparedSessions()).toEqual([]);
     await d.settle();
     expect(await readdir(join(d.deploysRoot, '.staging'))).toEqual([]);
   });

@@ -178,7 +178,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect((await live('keyed'))['index.html']).toBe(`file ${sha('by a key').slice(0, 16)}`);
   });
 
-  it('sends again what the server lost between the manifest and the publish (409 objects missing), then publishes', async () => {
+  it('sends again what the server has lost by the publish (409 objects missing), then publishes', async () => {
     const root = await site('lossy', files);
     await deployed([root, '--project', 'lossy']);
     await writeFile(join(root, 'index.html'), 'changed');

@@ -146,11 +146,13 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       const manifest = packed(manifestOf('bob only'));
       d.staging.prepare(alice, SESSION, manifest, []);
       await expect(d.staging.assemble(alice, SESSION, manifest)).rejects.toBeInstanceOf(ObjectsMissing);
+      // Prepared for bob (his store has it), assembled as alice (hers has not): refused.
+      d.staging.prepare(bob, SESSION, manifest, []);
+      await expect(d.staging.assemble(alice, SESSION, manifest)).rejects.toBeInstanceOf(ObjectsMissing);
       d.staging.prepare(alice, SESSION, manifest, []);
       const staged = await d.staging.assemble(bob, SESSION, manifest);
       await d.store.commit(staged, bob, blog, R2);
       expect(await d.served(bob, blog, R2)).toEqual(['bob only']);
-      await d.staging.forgetPrepared(SESSION);
       expect(await d.leftovers()).toEqual([]);
     }));
 

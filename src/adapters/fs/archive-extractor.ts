@@ -95,21 +95,27 @@ export class ArchiveExtractor {
   /**
    * Builds the manifest's files in `dir` from objects the user has (`objects.store`, or
    * `objects.uploads`, kept as new), or the `part` of them it names. Throws ObjectsMissing
-   * naming those it lacks; a part `ahead` answers them in `missing` instead.
+   * naming those it lacks; a part `ahead` answers them in `missing` instead. `signal`
+   * stops it (DeployAborted).
    */
-  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean, part?: AssemblyPart): Promise<Assembled> {
+  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean, part?: AssemblyPart, signal?: AbortSignal): Promise<Assembled> {
     let answer!: (outcome: Outcome) => void;
     const answered = new Promise<Outcome>((resolve) => (answer = resolve));
     const job = this.threads.openJob((message) => {
       if (message.type !== 'ack') answer(message);
     });
+    const abort = (): void => job.post({ type: 'abort', job: job.id });
     try {
       job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod, ...(part && { part }) });
+      signal?.addEventListener('abort', abort, { once: true });
+      if (signal?.aborted) abort();
       const outcome = await answered;
+      if (outcome.type === 'failed' && outcome.kind === 'aborted') throw new DeployAborted();
       if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, missing: outcome.missing ?? [] };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
       throw new Error(`assembly failed: ${outcome.message}`);
     } finally {
+      signal?.removeEventListener('abort', abort);
       job.close();
     }
   }

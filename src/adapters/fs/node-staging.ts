@@ -2,6 +2,7 @@ import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { StagedRelease, Staging } from '../../application/ports/staging.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import { DeployAborted } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
@@ -29,22 +30,28 @@ interface Ahead {
 
 interface Prepared {
   readonly user: Username;
-  /** Rejects when the first part failed; its area is gone then. */
+  /** The manifest it was prepared from: the flags index its objects, so only the same manifest may finish it. */
+  readonly manifest: PackedManifest;
+  /** Rejects when the first part failed or was stopped; its area is gone then. */
   readonly ahead: Promise<Ahead>;
+  readonly stop: AbortController;
+  /** Counts the area out of PREPARED_AT_ONCE: once handed to a publish, or thrown away. */
+  readonly done: () => void;
 }
 
-/** `flags` (by object index) with the objects `digests` flagged too. */
-function flagged(flags: Uint8Array, manifest: PackedManifest, digests: readonly string[]): Uint8Array {
+/** Sets the flags (by object index) of the objects `digests`. */
+function flag(flags: Uint8Array, manifest: PackedManifest, digests: readonly string[]): void {
   for (const digest of digests) {
     const index = manifest.objectIndex(digest);
     if (index !== undefined) flags[index] = 1;
   }
-  return flags;
 }
 
 /**
- * Releases prepared at once, at most: each fills a staging area in the background, outside
- * the deploy slots (HTTP), so a client opening sessions cannot make it build without bound.
+ * Prepared areas at once, at most, counted from prepare until the area is handed to a
+ * publish or thrown away (not merely forgotten): they are built outside the deploy slots,
+ * so this is what bounds the work and the disk that opening and cancelling sessions can
+ * cause. One per user, so that one user's idle sessions cannot take them all.
  */
 const PREPARED_AT_ONCE = 4;
 
@@ -64,6 +71,8 @@ export class NodeStaging implements Staging {
 
   /** By session: releases being prepared, or prepared, until their assemble or forgetPrepared. */
   private readonly prepared = new Map<string, Prepared>();
+  /** Prepared areas that exist or are being built or thrown away (PREPARED_AT_ONCE). */
+  private preparedAreas = 0;
 
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     return this.fill(user, 'unpack', undefined, async (area) => {
@@ -76,14 +85,19 @@ export class NodeStaging implements Staging {
   async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
     const prepared = this.prepared.get(session);
     this.prepared.delete(session);
-    // What was prepared is finished; what could not be (its area failed) is built whole.
-    const ahead = prepared?.user === user ? await prepared.ahead.catch(() => undefined) : undefined;
+    // Finished if it was prepared for this user and manifest and its first part was
+    // built; otherwise thrown away, and the release built whole.
+    const usable = prepared?.user === user && prepared.manifest.packed.equals(manifest.packed);
+    if (prepared && !usable) prepared.stop.abort();
+    const ahead = usable ? await prepared.ahead.catch(() => undefined) : undefined;
     if (prepared && !ahead) await this.throwAwayPrepared(prepared);
+    prepared?.done();
     const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) });
     const staged = ahead
       ? await this.fill(user, 'assemble', ahead.area, async (area) => {
           // The files ahead left: those whose objects were uploading, and those it did not find.
-          const wanted = flagged(ahead.deferred, manifest, ahead.built.missing);
+          const wanted = ahead.deferred;
+          flag(wanted, manifest, ahead.built.missing);
           await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted });
           return { files: ahead.built.files, bytes: ahead.built.bytes, logged: { session, preparedMs: ahead.ms } };
         })
@@ -96,12 +110,22 @@ export class NodeStaging implements Staging {
   }
 
   prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void {
-    if (this.prepared.has(session) || this.prepared.size >= PREPARED_AT_ONCE) return;
-    const deferred = flagged(new Uint8Array(manifest.objectCount), manifest, missing);
-    const ahead = this.buildAhead(user, manifest, deferred);
-    // Heard by assemble or forgetPrepared; a failure only means the publish builds it all.
-    ahead.catch(() => undefined);
-    this.prepared.set(session, { user, ahead });
+    if (this.prepared.has(session) || this.preparedAreas >= PREPARED_AT_ONCE) return;
+    if ([...this.prepared.values()].some((prepared) => prepared.user === user)) return;
+    this.preparedAreas += 1;
+    let counted = true;
+    const done = (): void => {
+      if (counted) this.preparedAreas -= 1;
+      counted = false;
+    };
+    const deferred = new Uint8Array(manifest.objectCount);
+    flag(deferred, manifest, missing);
+    const stop = new AbortController();
+    const ahead = this.buildAhead(user, manifest, deferred, stop.signal);
+    ahead.catch((error: unknown) => {
+      if (!(error instanceof DeployAborted)) this.logger.warn('preparing a release failed: its publish builds it whole', { user, session, error: (error as Error).message });
+    });
+    this.prepared.set(session, { user, manifest, ahead, stop, done });
   }
 
   preparedSessions(): string[] {
@@ -111,7 +135,15 @@ export class NodeStaging implements Staging {
   async forgetPrepared(session: string): Promise<void> {
     const prepared = this.prepared.get(session);
     this.prepared.delete(session);
-    if (prepared) await this.throwAwayPrepared(prepared);
+    if (!prepared) return;
+    prepared.stop.abort();
+    await this.throwAwayPrepared(prepared);
+    prepared.done();
+  }
+
+  /** Throws away every prepared area (the service is stopping): a prepared area outlives nothing but a crash. */
+  async close(): Promise<void> {
+    await Promise.all(this.preparedSessions().map((session) => this.forgetPrepared(session)));
   }
 
   async discard(staged: StagedRelease): Promise<void> {
@@ -124,11 +156,12 @@ export class NodeStaging implements Staging {
   }
 
   /** The first part of a prepared assembly: the directories, and the files the store has, in an area of its own. */
-  private async buildAhead(user: Username, manifest: PackedManifest, deferred: Uint8Array): Promise<Ahead> {
+  private async buildAhead(user: Username, manifest: PackedManifest, deferred: Uint8Array, signal: AbortSignal): Promise<Ahead> {
     const area = await this.tree.openStagingArea();
     try {
       const started = performance.now();
-      const built = await this.extractor.assemble(manifest, area.dir, { store: this.tree.objectsDir(user), fresh: area.fresh }, area.chmod, { kind: 'ahead', deferred });
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod, { kind: 'ahead', deferred }, signal);
       return { area, deferred, built, ms: Math.round(performance.now() - started) };
     } catch (error) {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);

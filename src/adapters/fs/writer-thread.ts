@@ -51,7 +51,7 @@ class Target {
   private readonly added = new ObjectHints();
   private spares = 0;
   /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
-  readonly missing: string[] = [];
+  readonly missing = new Set<string>();
 
   constructor(
     private readonly root: string,
@@ -163,6 +163,11 @@ class Target {
    * the session's uploads (which then become new objects, as a written file does).
    */
   private linkObject(path: string, digest: Uint8Array): void {
+    // Once missing, missing for the whole job: an object that came back midway would
+    // leave some of its files linked and some not, and the second part of a prepared
+    // assembly, which links every file of an object this one missed, would find those
+    // already there (EEXIST).
+    if (this.missing.size > 0 && this.missing.has(Buffer.from(digest).toString('hex'))) return;
     const name = objectPath(digest);
     if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
     if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
@@ -175,7 +180,7 @@ class Target {
     // name: a release relative to a base of before the upgrade links its files from there.
     // Looked for last, so that only an object about to be reported missing costs the look.
     if (linkOrCopy(`${this.objects.store}/${legacyObjectPath(digest)}`, path)) return;
-    this.missing.push(Buffer.from(digest).toString('hex'));
+    this.missing.add(Buffer.from(digest).toString('hex'));
   }
 
   /** Keeps a file just written as a new object, beside the staging area until the commit. */
@@ -327,7 +332,7 @@ unpacker.on('message', (message: ToWriter) => {
     } catch (error) {
       if (!target!.failed) toUnpacker({ type: 'failed', job: message.job, message: (error as Error).message });
     }
-    toUnpacker({ type: 'flushed', job: message.job, missing: target?.missing ?? [] });
+    toUnpacker({ type: 'flushed', job: message.job, missing: [...(target?.missing ?? [])] });
     return;
   }
   if (target && !target.failed) {
