@@ -39,6 +39,7 @@ describe('hostile archives over HTTP: each refused, nothing outside the release,
   });
 
   const check = (archive: HostileArchive) => async () => {
+    await h.settled();
     const before = await snapshot(h.root);
     const r = await h.deploy(token, 'site', await archive.archive());
     expect(r.status).toBe(500);
@@ -125,6 +126,7 @@ describe('hostile archives over HTTP: each refused, nothing outside the release,
       ];
       for (const [name, flags] of variants) {
         const archive = execFileSync('tar', ['-czf', '-', '--sparse', ...flags, '-C', join(work, 'site'), 'index.html', 'holes.bin']);
+        await h.settled();
         const before = await snapshot(h.root);
         const r = await h.deploy(token, 'site', archive);
         expect({ name, status: r.status }).toEqual({ name, status: 500 });

@@ -245,7 +245,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       ['the root as a file', () => [{ path: './', size: 1, digest: 'a'.repeat(64) }], /^invalid manifest: a file cannot be the site root/],
     ];
     it.each(cases)('%s', async (_name, files, message) => {
-      await h.trashEmptied();
+      await h.settled();
       const before = await snapshot(h.root);
       const reply = await open({ project: 'abuse', files: files() });
       expect(reply.status).toBe(400);
@@ -255,7 +255,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
 
     it('a size that lies about bytes the user has stored', async () => {
       const stored = Buffer.from('body{}\n');
-      await h.trashEmptied();
+      await h.settled();
       const before = await snapshot(h.root);
       const reply = await open({ project: 'abuse', files: [{ path: 'a.css', size: stored.length + 100, digest: sha256(stored) }] });
       expect(reply.status).toBe(400);
@@ -302,7 +302,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     // The files: the database changes only by the session's expiry, moved by every use.
     const files = async () => ({ deploys: await snapshot(h.deploysRoot), docs: await snapshot(h.docsRoot) });
     const refuses = async (batch: Buffer, message: RegExp): Promise<void> => {
-      await h.trashEmptied();
+      await h.settled();
       const before = await files();
       const reply = await upload(id, batch);
       expect(reply.status, JSON.stringify(reply.body)).toBe(400);
@@ -466,7 +466,7 @@ describe('a manifest relative to a release the server has (real server, real dir
 
   /** What a refused request must leave: every file and link as it was. */
   async function unchangedBy(request: () => Promise<Reply>): Promise<Reply> {
-    await h.trashEmptied();
+    await h.settled();
     const before = await snapshot(h.root);
     const reply = await request();
     await h.trashEmptied();

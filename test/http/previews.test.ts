@@ -124,6 +124,7 @@ describe.each(backends)('previews through the real API (%s, real directories)', 
   });
 
   it('refuses a bad preview name with 400, writing nothing', async () => {
+    await h.settled();
     const before = { docs: await snapshot(h.docsRoot), previews: await snapshot(h.previewsRoot), deploys: await snapshot(h.deploysRoot) };
     for (const bad of ['PR-1', '-x', '_previews', 'a/b', 'x'.repeat(65)]) {
       expect(await h.deploy(token, 'site', site('bad'), { preview: bad }), bad).toMatchObject({ status: 400, body: { status: 'error', error: 'invalid preview name format' } });

@@ -158,7 +158,7 @@ describe('a deploy whose token changed while it uploaded (real server, real dire
     const token = await h.createUser(user);
     expect((await h.deploy(token, 'site', site(100))).status).toBe(200);
     // Earlier tests' pruned releases may still be in the trash: the snapshots compare this deploy's effect alone.
-    await h.trashEmptied();
+    await h.settled();
     const before = { docs: await snapshot(h.docsRoot), deploys: await snapshot(h.deploysRoot) };
     const archive = site(200_000);
     const upload = slowUpload(h.url, token, 'site', archive, Math.floor(archive.length / 2));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/adapters/config/config.js';
 import { SilentLogger, type Logger } from '../../src/adapters/log/logger.js';
 import { startService, type RunningService } from '../../src/service.js';
+import { snapshot } from './tree.js';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 
@@ -19,6 +20,12 @@ export interface Harness {
   call(method: string, path: string, options?: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> }): Promise<Reply>;
   /** Waits until background deletions have emptied DEPLOYS_ROOT/.trash. */
   trashEmptied(): Promise<void>;
+  /**
+   * Waits until the background work earlier requests queued is done: the trash emptied,
+   * then DEPLOYS_ROOT unchanged for a while (a store's collection runs after a removal,
+   * and the service says nothing when it ends). For a "before" snapshot.
+   */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,6 +54,14 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     // The few answers that are not JSON (metrics, the CLI) keep their text.
     const json = response.headers.get('content-type')?.startsWith('application/json') ?? false;
     return { status: response.status, body: text === '' ? {} : json ? JSON.parse(text) : { text }, headers: response.headers };
+  };
+
+  const trashEmptied = async (): Promise<void> => {
+    const deadline = Date.now() + 20_000;
+    while ((await readdir(join(config.deploysRoot, '.trash'))).length > 0) {
+      if (Date.now() > deadline) throw new Error('the trash was not emptied');
+      await new Promise((r) => setTimeout(r, 10));
+    }
   };
 
   return {
@@ -83,11 +98,15 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
     },
-    async trashEmptied() {
-      const deadline = Date.now() + 20_000;
-      while ((await readdir(join(config.deploysRoot, '.trash'))).length > 0) {
-        if (Date.now() > deadline) throw new Error('the trash was not emptied');
-        await new Promise((r) => setTimeout(r, 10));
+    trashEmptied,
+    async settled() {
+      await trashEmptied();
+      let last = JSON.stringify(await snapshot(config.deploysRoot));
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 200));
+        const now = JSON.stringify(await snapshot(config.deploysRoot));
+        if (now === last) return;
+        last = now;
       }
     },
     async close() {
