@@ -145,6 +145,10 @@ export class InMemoryStaging implements Staging {
     this.prepared.delete(session);
   }
 
+  async forgetPreparedFor(user: Username): Promise<void> {
+    for (const [session, owner] of this.prepared) if (owner === user) this.prepared.delete(session);
+  }
+
   async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
     this.prepared.delete(session);
     const { files } = manifest.manifest();

@@ -24,7 +24,7 @@ function world() {
     disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging),
     authenticate: new AuthenticateUser(tokens),
   };
 }
@@ -109,14 +109,17 @@ describe('DeleteUser', () => {
     expect(w.disk.tree.size).toBe(0);
   });
 
-  it("closes the user's open deploy sessions, whichever files mode, and no one else's", async () => {
+  it("closes the user's open deploy sessions and forgets what was prepared for them, whichever files mode, and no one else's", async () => {
     for (const files of ['persist', 'delete'] as const) {
       const w = await withSite();
       const session = { project: 'docs' as ProjectName, preview: undefined, manifest: PackedManifest.pack(manifestOf([])), createdAt: new Date(0), expiresAt: new Date(8.64e15) };
       const mine = (await w.sessions.open({ user: 'alice' as Username, ...session }, 8, new Date()))!;
       const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, 8, new Date()))!;
+      w.disk.staging.prepare('alice' as Username, mine);
+      w.disk.staging.prepare('bob' as Username, theirs);
       await w.remove.execute({ username: 'alice', files });
       expect(await w.sessions.stillOpen([mine, theirs])).toEqual(new Set([theirs]));
+      expect(w.disk.staging.preparedSessions()).toEqual([theirs]);
     }
   });
 

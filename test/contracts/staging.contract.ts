@@ -141,6 +141,19 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       expect(await d.served(alice, docs, R2)).toEqual(['stored', '']);
     }));
 
+    it("forgetPreparedFor throws away what was prepared for the user's sessions, and only theirs", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['stored']);
+      await release(d, bob, docs, R1, ['stored']);
+      const manifest = packed(manifestOf('stored'));
+      const bobs = 'b'.repeat(32);
+      d.staging.prepare(alice, SESSION, manifest, []);
+      d.staging.prepare(bob, bobs, manifest, []);
+      await d.staging.forgetPreparedFor(alice);
+      expect(d.staging.preparedSessions()).toEqual([bobs]);
+      await d.staging.forgetPrepared(bobs);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
     it("a release prepared for one user never takes another's store, nor serves another user's assemble", over(open, async (d) => {
       await release(d, bob, docs, R1, ['bob only']);
       const manifest = packed(manifestOf('bob only'));

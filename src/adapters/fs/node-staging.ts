@@ -141,6 +141,11 @@ export class NodeStaging implements Staging {
     prepared.done();
   }
 
+  async forgetPreparedFor(user: Username): Promise<void> {
+    const sessions = [...this.prepared].filter(([, prepared]) => prepared.user === user).map(([session]) => session);
+    await Promise.all(sessions.map((session) => this.forgetPrepared(session)));
+  }
+
   /** Throws away every prepared area (the service is stopping): a prepared area outlives nothing but a crash. */
   async close(): Promise<void> {
     await Promise.all(this.preparedSessions().map((session) => this.forgetPrepared(session)));

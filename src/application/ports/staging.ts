@@ -43,6 +43,8 @@ export interface Staging {
   preparedSessions(): string[];
   /** Throws away what prepare built for the session (it ended without a publish here); nothing if none. */
   forgetPrepared(session: string): Promise<void>;
+  /** Throws away what prepare built for any of the user's sessions (the user is deleted: it links their bytes). */
+  forgetPreparedFor(user: Username): Promise<void>;
   /** Throws the staged files away; they never were a release. */
   discard(staged: StagedRelease): Promise<void>;
   /** Removes the staging areas a crash left (run before any deploy starts); returns what it removed. */
