@@ -107,10 +107,10 @@ export class ManifestCache {
     ended.catch(() => undefined);
     // A turn later: the publish just asked for goes out first (node:http writes it on the
     // next tick), then the serializing, 10 ms for 5,000 files, runs while the server works.
-    let head: (() => void) | undefined = () => gzip.write(JSON.stringify(body).slice(0, -1));
+    let headWritten = false;
     const writeHead = (): void => {
-      head?.();
-      head = undefined;
+      if (!headWritten) gzip.write(JSON.stringify(body).slice(0, -1));
+      headWritten = true;
     };
     setImmediate(() => {
       if (!gzip.destroyed) writeHead();

@@ -141,14 +141,18 @@ export class NodeStaging implements Staging {
     prepared.done();
   }
 
-  async forgetPreparedFor(user: Username): Promise<void> {
-    const sessions = [...this.prepared].filter(([, prepared]) => prepared.user === user).map(([session]) => session);
-    await Promise.all(sessions.map((session) => this.forgetPrepared(session)));
+  forgetPreparedFor(user: Username): Promise<void> {
+    return this.forgetPreparedWhere((prepared) => prepared.user === user);
   }
 
   /** Throws away every prepared area (the service is stopping): a prepared area outlives nothing but a crash. */
-  async close(): Promise<void> {
-    await Promise.all(this.preparedSessions().map((session) => this.forgetPrepared(session)));
+  close(): Promise<void> {
+    return this.forgetPreparedWhere(() => true);
+  }
+
+  private async forgetPreparedWhere(which: (prepared: Prepared) => boolean): Promise<void> {
+    const sessions = [...this.prepared].filter(([, prepared]) => which(prepared)).map(([session]) => session);
+    await Promise.all(sessions.map((session) => this.forgetPrepared(session)));
   }
 
   async discard(staged: StagedRelease): Promise<void> {
