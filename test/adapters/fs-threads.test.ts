@@ -91,8 +91,10 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
   });
 
   it('keeps unpacking a deploy while it removes a large tree', async () => {
+    // 12,000 entries: with 4,000 a loaded machine once let the removal finish first, though
+    // it ran in steps between the deploy's batches.
     const tree = join(root, 'large');
-    for (let d = 0; d < 40; d += 1) {
+    for (let d = 0; d < 120; d += 1) {
       await mkdir(join(tree, `d${d}`), { recursive: true });
       await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(join(tree, `d${d}`, `f${f}`), 'x')));
     }
