@@ -4,7 +4,8 @@
 // hand with `rsync -a --link-dest=<previous release>` into a new directory plus the
 // symlink swap, on the same disk, alternated pair by pair (A B, B A, ...). Also: the
 // bytes the CLI puts on the wire against the full .tar.gz, and the disk five kept
-// releases take against one, for the CLI and for tarball deploys.
+// releases take against one, for the CLI and for tarball deploys. And, each round, Node
+// starting and exiting with nothing to do (`node -e 0`): no Node CLI is faster than that.
 //   npm run build && node bench/incremental.mjs [--shapes small,standard,docs] [--rounds 5] [--dir /some/disk]
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -161,9 +162,14 @@ async function shapeRun(work, name) {
         cliMs = (await cli([])).ms;
       }
       const wire = proxy.take();
+      // The floor under any Node CLI: the runtime starting and exiting with nothing to do.
+      const nodeMs = (await timed(process.execPath, ['-e', '0'])).ms;
       await httpDeploy(service.url, tarToken, name, fixture.archive);
-      rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, wire, full, wireShare: wire / full });
-      console.log(`${name} round ${round}: ${changed} files changed; CLI ${(cliMs / 1000).toFixed(2)} s, by hand ${(handMs / 1000).toFixed(2)} s, ratio ${(cliMs / handMs).toFixed(2)}; wire ${wire} B = ${(wire / full).toFixed(3)}x the .tar.gz (${full} B)`);
+      rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, nodeMs, nodeShare: nodeMs / handMs, wire, full, wireShare: wire / full });
+      console.log(
+        `${name} round ${round}: ${changed} files changed; CLI ${(cliMs / 1000).toFixed(3)} s, by hand ${(handMs / 1000).toFixed(3)} s, ratio ${(cliMs / handMs).toFixed(2)}; ` +
+          `node -e 0 ${(nodeMs / 1000).toFixed(3)} s = ${(nodeMs / handMs).toFixed(2)}x by hand; wire ${wire} B = ${(wire / full).toFixed(3)}x the .tar.gz (${full} B)`,
+      );
     }
     // Retention and the store's collection run in the background: let them settle.
     await new Promise((resolve) => setTimeout(resolve, 3000));
@@ -186,6 +192,7 @@ async function shapeRun(work, name) {
       firstWire,
       medianRatio: median(rows.map((r) => r.ratio)),
       worstRatio: Math.max(...rows.map((r) => r.ratio)),
+      medianNodeShare: median(rows.map((r) => r.nodeShare)),
       medianWireShare: median(rows.map((r) => r.wireShare)),
       worstWireShare: Math.max(...rows.map((r) => r.wireShare)),
       cliDisk: disk('cli'),
@@ -194,7 +201,7 @@ async function shapeRun(work, name) {
       rows,
     };
     console.log(
-      `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
+      `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); node -e 0 / by hand ${result.medianNodeShare.toFixed(2)}; wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
         `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB`,
     );
     return result;
@@ -211,10 +218,10 @@ try {
   mkdirSync(join(here, 'results'), { recursive: true });
   const file = join(here, 'results', `incremental-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(results, null, 2));
-  console.log(`\n| shape | files | CLI / rsync --link-dest (median, worst) | wire / .tar.gz (median, worst) | kept releases / 1: CLI | tarball | by hand |`);
-  console.log('|---|---|---|---|---|---|---|');
+  console.log(`\n| shape | files | CLI / rsync --link-dest (median, worst) | node -e 0 / rsync (median) | wire / .tar.gz (median, worst) | kept releases / 1: CLI | tarball | by hand |`);
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${r.name} | ${r.files} | ${r.medianRatio.toFixed(2)}, ${r.worstRatio.toFixed(2)} | ${r.medianWireShare.toFixed(3)}, ${r.worstWireShare.toFixed(3)} | ${r.cliDisk.ratio.toFixed(2)} | ${r.tarDisk.ratio.toFixed(2)} | ${r.handDisk.ratio.toFixed(2)} |`);
+    console.log(`| ${r.name} | ${r.files} | ${r.medianRatio.toFixed(2)}, ${r.worstRatio.toFixed(2)} | ${r.medianNodeShare.toFixed(2)} | ${r.medianWireShare.toFixed(3)}, ${r.worstWireShare.toFixed(3)} | ${r.cliDisk.ratio.toFixed(2)} | ${r.tarDisk.ratio.toFixed(2)} | ${r.handDisk.ratio.toFixed(2)} |`);
   }
   console.log(`results: ${file}`);
 } finally {
