@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSiteFolder, measureSiteFolder, readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
+import { hashOnThreads } from '../../src/adapters/cli/hash-threads.js';
 import { readFileSyncInto } from '../../src/adapters/cli/file-chunks.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
 
@@ -74,13 +75,14 @@ describe('the manifest of a real folder', () => {
     const root = await folder('threaded', many);
     const site = await readSiteFolder(root);
     let heard = 0;
-    const threaded = await hashSiteFolder(site, () => (heard += 1), 2);
+    // On threads directly: hashSiteFolder keeps a site this size on one (THREADED_FROM).
+    const threaded = await hashOnThreads(site.root, site.files, 2, () => (heard += 1));
     expect(heard).toBe(2100);
     expect(threaded).toEqual(await hashSiteFolder(site, undefined, 1));
     expect(threaded[1000]).toEqual({ path: site.files[1000], size: (await readFile(join(root, site.files[1000]!))).length, digest: createHash('sha256').update(await readFile(join(root, site.files[1000]!))).digest('hex') });
     await rm(join(root, 'd6/2099.txt'));
     execFileSync('mkfifo', [join(root, 'd6/2099.txt')]);
-    await expect(hashSiteFolder(site, undefined, 2)).rejects.toThrow(new UsageError('d6/2099.txt is not a regular file or directory'));
+    await expect(hashOnThreads(site.root, site.files, 2, () => undefined)).rejects.toThrow(new UsageError('d6/2099.txt is not a regular file or directory'));
   });
 
   it('hashes many files and keeps their order', async () => {

@@ -60,8 +60,15 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
 
 /** How long hashing on the main thread holds the event loop before letting progress and Ctrl-C through. */
 const SLICE_MS = 20;
-/** Below this many files, starting threads (about 50 ms each here) costs more than it saves. */
-const THREADED_FROM = 2000;
+/**
+ * Below this many files, starting threads costs more than it saves: each loads the whole
+ * CLI (50-60 ms), while this thread hashes a just-built file, in the page cache, in about
+ * 20 µs plus its bytes at some 500 MB/s. Measured on two cores (docs/performance.md,
+ * session 12): one thread hashes 2,000 docs pages in 29 ms against 59-66 on two, the
+ * 5,000-file reference site in 83 against 111-116, 16,000 pages in 147 against 162-166;
+ * two threads win from about 20,000 (40,000 pages: 274 against 324).
+ */
+const THREADED_FROM = 20_000;
 
 /**
  * Size and SHA-256 of every file of the folder, in the folder's order; `onHashed` hears
