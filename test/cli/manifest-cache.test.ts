@@ -43,6 +43,17 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
   });
 
+  it('reads a cache whose gzip trailer understates its size (two members): the size it gives is only a hint', async () => {
+    const cache = cacheIn('members');
+    const many = Array.from({ length: 3000 }, (_, i) => ({ path: `p/${i}.html`, size: i, digest: i.toString(16).padStart(64, '0') }));
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files: many });
+    const path = await onlyFile('members');
+    const text = gunzipSync(await readFile(path));
+    // The last member, whose size the trailer gives, is 10 bytes of over 100,000.
+    await writeFile(path, Buffer.concat([gzipSync(text.subarray(0, -10)), gzipSync(text.subarray(-10))]));
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files: many });
+  });
+
   it('begun while the server publishes, holds nothing until finished with the release; abandoned, writes nothing and keeps the last', async () => {
     const cache = cacheIn('pending');
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files: files.slice(0, 1) });

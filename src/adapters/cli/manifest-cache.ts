@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { finished } from 'node:stream/promises';
@@ -72,13 +73,17 @@ export class ManifestCache {
     if (path === undefined) return undefined;
     let bytes: Buffer;
     try {
-      bytes = await readFile(path);
+      // Read at once, and inflated in one pass on the thread pool, so that both go on while
+      // this thread walks the folder, synchronously: an asynchronous read, or an inflation
+      // in zlib's 16 KiB steps, needs this thread between its steps, and so waited for the
+      // walk (40,000 files: 110-140 ms after the walk, now 40-60; docs/performance.md).
+      bytes = readFileSync(path);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.notice(`cannot read the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
       return undefined;
     }
     try {
-      return published(JSON.parse((await inflate(bytes)).toString('utf8')), server, target);
+      return published(JSON.parse((await inflate(bytes, { chunkSize: inflatedSizeHint(bytes) })).toString('utf8')), server, target);
     } catch (error) {
       this.notice(`ignoring the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
       return undefined;
@@ -158,6 +163,17 @@ export class ManifestCache {
     const key = createHash('sha256').update(JSON.stringify([serverKey(server), this.account, target.project, target.preview ?? null])).digest('hex');
     return join(this.dir, `${key.slice(0, 32)}.json.gz`);
   }
+}
+
+/**
+ * What a gzip file says it inflates to (its trailer: the size modulo 2^32), as the size of
+ * zlib's output buffer, so that one call inflates it whole. Only a hint: a wrong one costs
+ * more calls, never other bytes. Bounded by deflate's greatest ratio (1032:1), so a
+ * trailer that lies cannot make a small file allocate much, and by 64 MiB.
+ */
+function inflatedSizeHint(gzip: Buffer): number {
+  const said = gzip.length >= 4 ? gzip.readUInt32LE(gzip.length - 4) : 0;
+  return Math.max(64 * 1024, Math.min(said, gzip.length * 1032, 64 * 1024 * 1024));
 }
 
 /** One server however its address is spelled (a trailing slash, the case of its host). */
