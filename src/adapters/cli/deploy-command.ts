@@ -71,7 +71,7 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
   }
   const cache = new ManifestCache(cacheDirectory(), err, api.account);
-  // Read (and inflated off this thread) while the folder is walked.
+  // Read and parsed now, in this turn: the walk that follows is synchronous.
   const cached = options.full ? undefined : cache.read(api.server, target);
   const folder = await readSiteFolder(path);
   for (const warning of folder.warnings) err(`warning: ${warning}`);
