@@ -61,6 +61,8 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     abandoned.abandon();
     const pending = cache.begin(SERVER, { project: 'p' }, { files, stamps });
     expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files: files.slice(0, 1) });
+    await abandoned.finish('20261124T130000');
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files: files.slice(0, 1) });
     await pending.finish('20261124T120000');
     expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files, stamps });
     expect(await readdir(join(work, 'pending'))).toHaveLength(1);

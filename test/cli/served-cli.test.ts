@@ -4,13 +4,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashThreadCount } from '../../src/adapters/cli/hash-threads.js';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
 import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
 import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { runNode, type Run } from './run-cli.js';
+
+const COUNT_WORKERS = fileURLToPath(new URL('../support/count-workers.mjs', import.meta.url));
 
 /** Every folder from `dir` up to the root: where Node would look for node_modules. */
 function ancestors(dir: string): string[] {
@@ -90,11 +94,12 @@ describe('the CLI the server serves, fetched and run as a pipeline would (real s
     await writeFile(join(site, 'index.html'), 'large v1');
     // Above the CLI's THREADED_FROM (20,000), so that the first deploy hashes on threads.
     for (let i = 0; i < 20_100; i += 1000) await Promise.all(Array.from({ length: Math.min(1000, 20_100 - i) }, (_, k) => writeFile(join(site, `d${(i + k) % 10}`, `${i + k}.html`), `page ${i + k}`)));
-    const first = await sitedrop(['deploy', 'large', '--project', 'large'], token);
+    const first = await runNode(['--import', COUNT_WORKERS, 'sitedrop.mjs', 'deploy', 'large', '--project', 'large'], { cwd: runner, env: { HOME: runner, SITEDROP_URL: h.url, SITEDROP_TOKEN: token } });
     // Only the deploy's progress: a thread that ran the CLI's entry too would print its usage.
     expect(first.stderr).toMatch(/^hashing 20,101 files\.\.\.\nhashed 20,101 files in /);
     expect(first.stderr).not.toMatch(/Usage|Error|Cannot find/);
     expect(first.code).toBe(0);
+    expect(Number(/worker threads started: (\d+)\n$/.exec(first.stderr)?.[1])).toBe(hashThreadCount() > 1 ? hashThreadCount() : 0);
     await writeFile(join(site, 'index.html'), 'large v2');
     const again = await sitedrop(['deploy', 'large', '--project', 'large'], token);
     expect(again).toMatchObject({ code: 0, stdout: expect.stringMatching(/^sent 1 of 20,101 files .*; 20,100 already on the server\n/) });
