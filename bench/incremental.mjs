@@ -148,6 +148,10 @@ async function shapeRun(work, name) {
       // starts with nothing dirty (sync, untimed): the service's flush (syncfs) writes out
       // whatever the filesystem holds, so without it the CLI would pay for writing the
       // by-hand copy (or the tarball deploy) just before it, and rsync never for its own.
+      // The floor under any Node CLI: the runtime starting and exiting with nothing to do,
+      // timed before the pair, as the pair's first side is, after the last round has settled.
+      execFileSync('sync');
+      const nodeMs = (await timed(process.execPath, ['-e', '0'])).ms;
       let cliMs;
       let handMs;
       if (round % 2) {
@@ -162,8 +166,6 @@ async function shapeRun(work, name) {
         cliMs = (await cli([])).ms;
       }
       const wire = proxy.take();
-      // The floor under any Node CLI: the runtime starting and exiting with nothing to do.
-      const nodeMs = (await timed(process.execPath, ['-e', '0'])).ms;
       await httpDeploy(service.url, tarToken, name, fixture.archive);
       rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, nodeMs, nodeShare: nodeMs / handMs, wire, full, wireShare: wire / full });
       console.log(
