@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestCache } from '../../src/adapters/cli/manifest-cache.js';
 
@@ -42,14 +43,21 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
   });
 
-  it('removes the gzip file an earlier version kept for the same manifest once it writes its own', async () => {
+  it("reads the gzip file an earlier version kept when it has none of its own, and removes it once it writes its own", async () => {
     const cache = cacheIn('earlier');
-    await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files });
+    const stamps = ['1:2:3:4:5', null];
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files, stamps });
     const path = await onlyFile('earlier');
     expect(path).toMatch(/\/[0-9a-f]{32}\.json$/);
-    await writeFile(`${path}.gz`, 'an earlier version\'s cache');
+    // As an earlier version left it: the same JSON, gzip-compressed, under that name plus .gz.
+    const json = await readFile(path);
+    await rm(path);
+    await writeFile(`${path}.gz`, 'not gzip');
+    expect(await cache.read(SERVER, { project: 'p' })).toBeUndefined();
+    await writeFile(`${path}.gz`, gzipSync(json));
+    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files, stamps });
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
-    expect(await readdir(join(work, 'earlier'))).toEqual([path.split('/').pop()]);
+    expect(await readdir(join(work, 'earlier'))).toEqual([basename(path)]);
     expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files });
   });
 

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
 import type { ManifestFile } from './folder-manifest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
@@ -67,14 +68,17 @@ export class ManifestCache {
   async read(server: string, target: DeployTarget): Promise<PublishedManifest | undefined> {
     const path = this.pathOf(server, target);
     if (path === undefined) return undefined;
-    let text: string;
+    let text: string | undefined;
     try {
       // Read and parsed before the folder's walk, in this turn: an asynchronous read needs
       // this thread between its steps, and so would wait for the walk, which is synchronous.
       text = readFileSync(path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.notice(`cannot read the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
-      return undefined;
+      // The first deploy after an upgrade reads what an earlier version wrote; writing this
+      // deploy's manifest removes it (put), so this runs once per cache at most.
+      else text = earlierVersions(path);
+      if (text === undefined) return undefined;
     }
     try {
       return published(JSON.parse(text), server, target);
@@ -146,6 +150,19 @@ export class ManifestCache {
     if (this.dir === undefined) return undefined;
     const key = createHash('sha256').update(JSON.stringify([serverKey(server), this.account, target.project, target.preview ?? null])).digest('hex');
     return join(this.dir, `${key.slice(0, 32)}.json`);
+  }
+}
+
+/**
+ * The same manifest as earlier versions kept it, gzip-compressed beside the name used
+ * now; undefined if there is none or it does not inflate. Without it, the first deploy
+ * after an upgrade would send the whole manifest and read every file again.
+ */
+function earlierVersions(path: string): string | undefined {
+  try {
+    return gunzipSync(readFileSync(`${path}.gz`)).toString('utf8');
+  } catch {
+    return undefined;
   }
 }
 
