@@ -20,6 +20,8 @@ import { STAGING, type Staging } from './ports/staging.js';
 export interface OpenSessionInput {
   readonly user: Username;
   readonly token: string;
+  /** The deploy key `token` is, if it is one. */
+  readonly keyId?: string;
   readonly project: string;
   readonly preview: string | undefined;
   /** The manifest's files as the client sent them, unchecked: the whole site, or with `base` the entries added or changed. */
@@ -58,7 +60,7 @@ export class OpenDeploySession {
     const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const packed = PackedManifest.pack(manifest);
-    const session = { user: input.user, project, preview, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
+    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists. The base's own files are in the
     // store (the release links them), so a content the base holds at the size the

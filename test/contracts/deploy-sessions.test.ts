@@ -23,6 +23,7 @@ const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
   user: 'alice' as Username,
   project: 'docs' as ProjectName,
   preview: undefined,
+  keyId: undefined,
   manifest: PackedManifest.pack(
     manifestOf([
       { path: 'index.html', size: 12, digest: 'a'.repeat(64) as Digest },
@@ -47,7 +48,7 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
     };
 
     it('keeps a session whole, manifest and all, until it is closed', withSessions(async (sessions) => {
-      const made = session({ preview: 'pr-1' as PreviewName });
+      const made = session({ preview: 'pr-1' as PreviewName, keyId: '6f1c2d3e-0000-4000-8000-000000000001' });
       const id = (await sessions.open(made, 8, at(1)))!;
       expect(id).toMatch(/^[0-9a-f]{32}$/);
       const { manifest, ...found } = (await sessions.find(id))!;

@@ -21,7 +21,7 @@ export class KyselyDeploySessions implements DeploySessions {
     // the limit bounds a user's disk, and one extra session is within what it allows for.
     const result = await this.db
       .insertInto('deploy_sessions')
-      .columns(['id', 'username', 'project', 'preview', 'manifest', 'created_at', 'expires_at'])
+      .columns(['id', 'username', 'project', 'preview', 'key_id', 'manifest', 'created_at', 'expires_at'])
       .expression(
         this.db
           .selectNoFrom([
@@ -29,6 +29,7 @@ export class KyselyDeploySessions implements DeploySessions {
             sql<string>`${session.user}`.as('username'),
             sql<string>`${session.project}`.as('project'),
             sql<string | null>`${session.preview ?? null}`.as('preview'),
+            sql<string | null>`${session.keyId ?? null}`.as('key_id'),
             sql<Uint8Array>`${session.manifest.packed}`.as('manifest'),
             sql<string>`${session.createdAt.toISOString()}`.as('created_at'),
             sql<string>`${session.expiresAt.toISOString()}`.as('expires_at'),
@@ -57,6 +58,7 @@ export class KyselyDeploySessions implements DeploySessions {
       user: row.username as Username,
       project: row.project as ProjectName,
       preview: (row.preview ?? undefined) as PreviewName | undefined,
+      keyId: row.key_id ?? undefined,
       manifest: PackedManifest.from(row.manifest),
       createdAt: new Date(row.created_at),
       expiresAt: new Date(row.expires_at),

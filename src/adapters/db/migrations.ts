@@ -72,6 +72,15 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026-12-09-005-packed-session-manifests': {
     up: (db: Kysely<unknown>) => (db.isTransaction ? packSessionManifests(db) : db.transaction().execute(packSessionManifests)),
   },
+  // Which releases were deployed for a preview (a plain rollback never goes back to one),
+  // and which key opened a session (a key's sessions are its own, closed when it goes).
+  // Both null for what came before: older releases count as live history.
+  '2026-12-10-006-preview-releases-and-session-keys': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('deploys').addColumn('preview', 'varchar(64)').execute();
+      await db.schema.alterTable('deploy_sessions').addColumn('key_id', 'varchar(36)').execute();
+    },
+  },
 };
 
 async function packSessionManifests(db: Kysely<unknown>): Promise<void> {

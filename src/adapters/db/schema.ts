@@ -17,6 +17,8 @@ export interface DeploysTable {
   bytes: ColumnType<string | number, number, never>;
   files: number;
   created_at: string;
+  /** The preview a release was deployed for, until it has been live; null for a live deploy. */
+  preview: string | null;
 }
 
 export interface DeployKeysTable {
@@ -37,6 +39,8 @@ export interface DeploySessionsTable {
   username: string;
   project: string;
   preview: string | null;
+  /** The deploy key that opened the session; null for the user's own token. */
+  key_id: string | null;
   /** The manifest, packed (packed-manifest.ts). */
   manifest: Uint8Array;
   created_at: string;

@@ -14,6 +14,8 @@ export interface DeploySession {
   readonly project: ProjectName;
   /** Undefined for a live deploy. */
   readonly preview: PreviewName | undefined;
+  /** The deploy key that opened it; undefined when the user's own token did. */
+  readonly keyId: string | undefined;
   /** Its manifest, checked when it opened, packed: a session's requests read it whole each time. */
   readonly manifest: PackedManifest;
   readonly createdAt: Date;

@@ -57,7 +57,7 @@ export function deploySessionRoutes(
     .route('/api/v1/deploys')
     .post(fallback('deployment failed'), async (req, res) => {
       // Signed in before a byte of the manifest is read.
-      const { user } = await auth.deployer(req, res);
+      const { user, key } = await auth.deployer(req, res);
       continueIfExpected(req, res);
       await new Promise<void>((resolve, reject) =>
         manifestBody(req, res, (error?: unknown) => {
@@ -69,7 +69,7 @@ export function deploySessionRoutes(
       const body = jsonObject(req.body);
       const project = optionalString(body, 'project') ?? '';
       const preview = optionalString(body, 'preview');
-      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', project, preview, files: body.files, base: body.base, removed: body.removed });
+      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project, preview, files: body.files, base: body.base, removed: body.removed });
       res.status(201).json(sessionAnswer(state));
     })
     .all(methodNotAllowed('POST'));
