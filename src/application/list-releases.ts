@@ -1,4 +1,5 @@
 import { inject, injectable } from 'inversify';
+import type { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
 import type { Username } from '../domain/username.js';
@@ -13,6 +14,8 @@ export interface ReleaseSummary {
   /** From the deploy record, where one was written. */
   readonly bytes: number | undefined;
   readonly files: number | undefined;
+  /** The preview it was deployed for, while it has never been live. */
+  readonly preview: PreviewName | undefined;
 }
 
 /** The releases on disk, newest first, with what their deploy records say. */
@@ -36,6 +39,7 @@ export class ListReleases {
         createdAt: recorded.get(release)?.createdAt ?? ReleaseId.toDate(release)!,
         bytes: recorded.get(release)?.bytes,
         files: recorded.get(release)?.files,
+        preview: recorded.get(release)?.preview,
       }));
   }
 }

@@ -3,13 +3,14 @@ import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { PruneReleases } from './prune-releases.js';
 import type { RolledBack } from './rollback-release.js';
 
 /**
  * Makes a preview's release live, with the same lock and the same atomic swap as a
- * rollback. The preview stays; nothing is pruned.
+ * rollback, and part of the live history. The preview stays; nothing is pruned.
  */
 @injectable()
 export class PromotePreview {
@@ -17,6 +18,7 @@ export class PromotePreview {
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(PruneReleases) private readonly retention: PruneReleases,
+    @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
   ) {}
 
   async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
@@ -25,6 +27,8 @@ export class PromotePreview {
     return this.lock.withProject(user, project, async () => {
       const preview = await this.retention.preview(user, project, name);
       const previous = await this.releases.liveRelease(user, project);
+      // Live from now on: live history that a plain rollback may return to and retention keeps.
+      await this.records.markLive(user, project, preview.release);
       await this.releases.activate(user, project, preview.release);
       return { release: preview.release, previous };
     });

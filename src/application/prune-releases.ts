@@ -7,13 +7,19 @@ import { releasesToPrune } from '../domain/retention.js';
 import type { Username } from '../domain/username.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
+/** The project's releases deployed for a preview and never live since, by their deploy records. */
+export async function previewOnlyReleases(records: DeployRecords, user: Username, project: ProjectName): Promise<ReleaseId[]> {
+  return (await records.forProject(user, project)).filter((r) => r.preview !== undefined).map((r) => r.release);
+}
+
 /**
  * Retention, for a project whose lock the caller holds: previews past their time lose
- * their links, then the oldest releases beyond the limit go, never the live one nor one
- * a preview still points to.
+ * their links, then replaced preview releases go, then the oldest of the live history
+ * beyond the limit, never the live one nor one a preview still points to.
  */
 @injectable()
 export class PruneReleases {
@@ -22,11 +28,17 @@ export class PruneReleases {
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(CLOCK) private readonly clock: Clock,
+    @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
   ) {}
 
   async execute(user: Username, project: ProjectName): Promise<ReleaseId[]> {
-    const [all, live, previews] = await Promise.all([this.releases.releases(user, project), this.releases.liveRelease(user, project), this.livePreviews(user, project)]);
-    const doomed = releasesToPrune(all, live, this.settings.releasesKeep, previews.map((p) => p.release));
+    const [all, live, previews, previewOnly] = await Promise.all([
+      this.releases.releases(user, project),
+      this.releases.liveRelease(user, project),
+      this.livePreviews(user, project),
+      previewOnlyReleases(this.records, user, project),
+    ]);
+    const doomed = releasesToPrune(all, live, this.settings.releasesKeep, { pinned: previews.map((p) => p.release), previewOnly });
     for (const id of doomed) await this.releases.removeRelease(user, project, id);
     return doomed;
   }

@@ -6,7 +6,7 @@ import { ReleaseId } from '../domain/release-id.js';
 import { enforceStorageQuota, keptAfterDeploy, type HeldReleases, type StoredRelease } from '../domain/storage-quota.js';
 import type { Username } from '../domain/username.js';
 import { mayDeploy, resolveDeployer, type NotYetKnown } from './deployer.js';
-import { PruneReleases } from './prune-releases.js';
+import { previewOnlyReleases, PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
@@ -95,6 +95,10 @@ export class PublishRelease {
         const heldAfter: HeldReleases =
           preview === undefined ? { live: release, pinned: others } : { live: await this.releases.liveRelease(user, project), pinned: [...others, release] };
         await this.enforceQuota(user, project, release, staged.bytes, heldAfter);
+        const record = { user, project, release, bytes: staged.bytes, files: staged.files, createdAt: this.clock.now(), preview };
+        // A preview's release is marked before it exists: unmarked, a plain rollback could
+        // make a pull request's build live, and its redeploys would push out live history.
+        if (preview !== undefined) await this.records.record(record);
         await this.releases.commit(staged, user, project, release);
         committed = release;
         // A preview's release goes live at its own address; the live link does not move.
@@ -103,9 +107,7 @@ export class PublishRelease {
         live = true;
         const swapped = ms();
         // The site is live now: a record that cannot be written is reported, not a failed deploy.
-        const recorded = await this.records
-          .record({ user, project, release, bytes: staged.bytes, files: staged.files, createdAt: this.clock.now() })
-          .then(() => undefined, (error: unknown) => error as Error);
+        const recorded = preview !== undefined ? undefined : await this.records.record(record).then(() => undefined, (error: unknown) => error as Error);
         // The site is live on the new release now; a failed prune is retried by the next deploy.
         const pruned = await this.prune.execute(user, project).catch((error: unknown) => error as Error);
         const timings = { stage: stageMs, lockWait: locked - waiting, publish: swapped - locked, prune: ms() - swapped };
@@ -151,7 +153,8 @@ export class PublishRelease {
       projects.map(async (p) => (await this.releases.releases(user, p)).map((id) => ({ project: p, release: id }))),
     );
     const isNew = (r: StoredRelease) => r.project === project && r.release === release;
-    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep, held).filter((r) => !isNew(r));
+    const previewOnly = await previewOnlyReleases(this.records, user, project);
+    const earlier = keptAfterDeploy(stored.flat(), { project, release }, this.settings.releasesKeep, { ...held, previewOnly }).filter((r) => !isNew(r));
     const records = await Promise.all([...new Set(earlier.map((r) => r.project))].map((p) => this.records.forProject(user, p)));
     const recorded = new Map(records.flat().map((r) => [`${r.project}/${r.release}`, r.bytes]));
     const sizes = await Promise.all(

@@ -4,7 +4,9 @@ import { ReleaseId } from '../domain/release-id.js';
 import { rollbackTarget } from '../domain/rollback.js';
 import type { Username } from '../domain/username.js';
 import { existingProject } from './existing-project.js';
+import { previewOnlyReleases } from './prune-releases.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 export interface RolledBack {
@@ -14,21 +16,25 @@ export interface RolledBack {
 
 /**
  * Points the live site at an older release with the same lock and the same atomic swap
- * as a deploy. Retention does not run: a rollback removes nothing.
+ * as a deploy. Back one goes through live history only; a preview's release named
+ * outright is marked live first, so retention counts it as history from then on.
+ * Retention does not run: a rollback removes nothing.
  */
 @injectable()
 export class RollbackRelease {
   constructor(
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
+    @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
   ) {}
 
   async execute(user: Username, projectName: string, requested?: string): Promise<RolledBack> {
     const project = ProjectName.parse(projectName);
     const wanted = requested === undefined ? undefined : ReleaseId.parse(requested);
     return this.lock.withProject(user, project, async () => {
-      const { ids, live } = await existingProject(this.releases, user, project);
-      const release = rollbackTarget(ids, live, wanted);
+      const [{ ids, live }, previewOnly] = await Promise.all([existingProject(this.releases, user, project), previewOnlyReleases(this.records, user, project)]);
+      const release = rollbackTarget(ids, live, wanted, previewOnly);
+      if (previewOnly.includes(release)) await this.records.markLive(user, project, release);
       await this.releases.activate(user, project, release);
       return { release, previous: live };
     });

@@ -14,6 +14,8 @@ export interface HeldReleases {
   readonly live: ReleaseId | undefined;
   /** The releases previews point to after the deploy (a preview deploy's own among them). */
   readonly pinned: readonly ReleaseId[];
+  /** The project's releases deployed for a preview and never live (retention.ts). */
+  readonly previewOnly?: readonly ReleaseId[];
 }
 
 /**
@@ -31,7 +33,7 @@ export function keptAfterDeploy(
   const sameProject = (r: StoredRelease) => r.project === deployed.project;
   const others = stored.filter((r) => !sameProject(r));
   const siblings = stored.filter((r) => sameProject(r) && r.release !== deployed.release).map((r) => r.release);
-  const doomed = new Set(releasesToPrune([...siblings, deployed.release], held.live, keep, held.pinned));
+  const doomed = new Set(releasesToPrune([...siblings, deployed.release], held.live, keep, { pinned: held.pinned, previewOnly: held.previewOnly ?? [] }));
   const kept = siblings.filter((id) => !doomed.has(id)).map((release) => ({ project: deployed.project, release }));
   return [...others, ...kept, deployed];
 }

@@ -25,7 +25,8 @@ async function world() {
   const lock = new InProcessDeployLock();
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock), new InMemoryDeployRecords(), keys, previews));
+  const records = new InMemoryDeployRecords();
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews));
   const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>) =>
     deploy.execute({ user: alice, token, project: Promise.resolve(project), archive, signal: new AbortController().signal });
   return {

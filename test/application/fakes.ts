@@ -298,6 +298,12 @@ export class InMemoryDeployRecords implements DeployRecords {
   async forProject(user: Username, project: ProjectName): Promise<DeployRecord[]> {
     return this.entries.filter((e) => e.user === user && e.project === project).sort((a, b) => b.release.localeCompare(a.release));
   }
+
+  async markLive(user: Username, project: ProjectName, release: ReleaseId): Promise<void> {
+    if (this.failing) throw new Error('database gone');
+    const at = this.entries.findIndex((e) => e.user === user && e.project === project && e.release === release);
+    if (at >= 0) this.entries[at] = { ...this.entries[at]!, preview: undefined };
+  }
 }
 
 /** Deploy sessions in a map: the unit tests' stand-in for the database (contract: test/contracts/deploy-sessions.test.ts). */

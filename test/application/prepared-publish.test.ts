@@ -26,7 +26,8 @@ async function world() {
   const clock = new FixedClock();
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerUser: 3, ttlSeconds: 60 } };
   const previews = new InMemoryPreviewLinks(clock);
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock), new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
+  const records = new InMemoryDeployRecords();
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews);
   const sessions = new InMemoryDeploySessions();
   const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
   return {

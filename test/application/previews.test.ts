@@ -24,8 +24,9 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const previews = new InMemoryPreviewLinks(clock);
   const lock = new InProcessDeployLock();
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
-  const prune = new PruneReleases(releases, settings, previews, clock);
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews));
+  const records = new InMemoryDeployRecords();
+  const prune = new PruneReleases(releases, settings, previews, clock, records);
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews));
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };
@@ -38,7 +39,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
     previews,
     deploy,
     list: new ListPreviews(previews, settings, clock),
-    promote: new PromotePreview(releases, lock, prune),
+    promote: new PromotePreview(releases, lock, prune, records),
     remove: new DeletePreview(previews, lock, prune),
     expire: new ExpirePreviews(previews, lock, prune),
   };

@@ -27,7 +27,8 @@ async function world() {
   const clock = new FixedClock();
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 } };
   const previews = new InMemoryPreviewLinks(clock);
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock), new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
+  const records = new InMemoryDeployRecords();
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews);
   const sessions = new InMemoryDeploySessions();
   const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
   // alice's docs has release R1: index.html and a.css.

@@ -89,8 +89,14 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
       await writeFile(archive, tgz([file('index.html', v)]));
       ids.push(JSON.parse((await sitedrop(['deploy', archive, '--project', 'rolling', '--json'], as(token))).stdout).release);
     }
+    await writeFile(archive, tgz([file('index.html', 'a pull request')]));
+    const preview = JSON.parse((await sitedrop(['deploy', archive, '--project', 'rolling', '--preview', 'pr-3', '--json'], as(token))).stdout).release;
     const releases = await sitedrop(['releases', 'rolling'], as(token));
-    expect(releases.stdout.split('\n').filter(Boolean)).toEqual([`${ids[1]}  live  1 files  0.0 MB`, `${ids[0]}        1 files  0.0 MB`]);
+    expect(releases.stdout.split('\n').filter(Boolean)).toEqual([
+      `${preview}        1 files  0.0 MB  preview pr-3`,
+      `${ids[1]}  live  1 files  0.0 MB`,
+      `${ids[0]}        1 files  0.0 MB`,
+    ]);
     const back = await sitedrop(['rollback', 'rolling'], as(token));
     expect(back).toMatchObject({ code: 0, stdout: `rolling is live on ${ids[0]} (was ${ids[1]})\n` });
     expect(await readFile(join(h.docsRoot, 'clia/rolling/index.html'), 'utf8')).toBe('v1');

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeployRecords } from '../../src/application/ports/deploy-records.js';
 import { KyselyDeployRecords } from '../../src/adapters/db/kysely-deploy-records.js';
+import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
@@ -15,6 +16,7 @@ const entry = (release: string, bytes = 5_000_000_000) => ({
   bytes,
   files: 42,
   createdAt: new Date('2026-11-23T12:00:00.000Z'),
+  preview: undefined as PreviewName | undefined,
 });
 
 function deployRecordsContract(name: string, open: () => Promise<{ records: DeployRecords; close(): Promise<void> }>): void {
@@ -40,6 +42,28 @@ function deployRecordsContract(name: string, open: () => Promise<{ records: Depl
         const again = { ...entry('20261123T120000', 12), files: 3, createdAt: new Date('2026-11-24T08:00:00.000Z') };
         await records.record(again);
         expect(await records.forProject('alice' as Username, 'docs' as ProjectName)).toEqual([again]);
+      } finally {
+        await close();
+      }
+    });
+
+    it('keeps the preview a release was deployed for until the release is marked live', async () => {
+      const { records, close } = await open();
+      try {
+        const alice = 'alice' as Username;
+        const docs = 'docs' as ProjectName;
+        await records.record({ ...entry('20261123T120000'), preview: 'pr-7' as PreviewName });
+        await records.record({ ...entry('20261123T120000'), project: 'other' as ProjectName, preview: 'pr-7' as PreviewName });
+        await records.record(entry('20261123T120005'));
+        expect((await records.forProject(alice, docs)).map((r) => r.preview)).toEqual([undefined, 'pr-7']);
+        await records.markLive(alice, docs, '20261123T120000' as ReleaseId);
+        await records.markLive(alice, docs, '20261123T999999' as ReleaseId);
+        expect((await records.forProject(alice, docs)).map((r) => r.preview)).toEqual([undefined, undefined]);
+        // Only that project's record.
+        expect((await records.forProject(alice, 'other' as ProjectName)).map((r) => r.preview)).toEqual(['pr-7']);
+        // A live deploy reusing the id (the project deleted and deployed again) is live.
+        await records.record({ ...entry('20261123T120000'), project: 'other' as ProjectName });
+        expect((await records.forProject(alice, 'other' as ProjectName)).map((r) => r.preview)).toEqual([undefined]);
       } finally {
         await close();
       }

@@ -67,7 +67,9 @@ export function program(): Command {
       const result = await client(command, 'SITEDROP_TOKEN').call('GET', `/api/v1/projects/${encodeURIComponent(project)}/releases`);
       print(options.json, result, () =>
         (result.releases as Json[]).map(
-          (r) => `${String(r.id)}${r.live ? '  live' : '      '}  ${r.files === null ? '-' : `${String(r.files)} files`}  ${r.bytes === null ? '-' : megabytes(Number(r.bytes))}`,
+          (r) =>
+            `${String(r.id)}${r.live ? '  live' : '      '}  ${r.files === null ? '-' : `${String(r.files)} files`}  ${r.bytes === null ? '-' : megabytes(Number(r.bytes))}` +
+            (r.preview === undefined ? '' : `  preview ${String(r.preview)}`),
         ),
       );
     });

@@ -1,6 +1,7 @@
 import { inject, injectable } from 'inversify';
 import type { Kysely } from 'kysely';
 import type { DeployRecord, DeployRecords } from '../../application/ports/deploy-records.js';
+import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
@@ -12,7 +13,7 @@ export class KyselyDeployRecords implements DeployRecords {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
   async record(entry: DeployRecord): Promise<void> {
-    const measured = { bytes: entry.bytes, files: entry.files, created_at: entry.createdAt.toISOString() };
+    const measured = { bytes: entry.bytes, files: entry.files, created_at: entry.createdAt.toISOString(), preview: entry.preview ?? null };
     await this.db
       .insertInto('deploys')
       .values({ username: entry.user, project: entry.project, release: entry.release, ...measured })
@@ -36,6 +37,11 @@ export class KyselyDeployRecords implements DeployRecords {
       bytes: Number(row.bytes),
       files: row.files,
       createdAt: new Date(row.created_at),
+      preview: (row.preview ?? undefined) as PreviewName | undefined,
     }));
+  }
+
+  async markLive(user: Username, project: ProjectName, release: ReleaseId): Promise<void> {
+    await this.db.updateTable('deploys').set({ preview: null }).where('username', '=', user).where('project', '=', project).where('release', '=', release).execute();
   }
 }

@@ -46,7 +46,14 @@ export function projectRoutes(
       res.json({
         status: 'ok',
         project: projectParam(req),
-        releases: releases.map((r) => ({ id: r.release, live: r.live, createdAt: r.createdAt.toISOString(), bytes: r.bytes ?? null, files: r.files ?? null })),
+        releases: releases.map((r) => ({
+          id: r.release,
+          live: r.live,
+          createdAt: r.createdAt.toISOString(),
+          bytes: r.bytes ?? null,
+          files: r.files ?? null,
+          ...(r.preview === undefined ? {} : { preview: r.preview }),
+        })),
       });
     })
     .all(methodNotAllowed('GET, HEAD'));
