@@ -199,7 +199,7 @@ describe('HTTP API (real server, real SQLite, real directories)', () => {
       const db = new Database(join(h.root, 'sitedrop.db'), { readonly: true });
       const row = db.prepare('select * from deploys where username = ? and project = ?').get('dev', 'site');
       db.close();
-      expect(row).toEqual({ username: 'dev', project: 'site', release, bytes: 18, files: 2, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+      expect(row).toEqual({ username: 'dev', project: 'site', release, bytes: 18, files: 2, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), preview: null });
     });
 
     it('publishes a ./-prefixed GNU tar archive at the release root', async () => {
