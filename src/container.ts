@@ -99,7 +99,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
     previews: { max: config.previewsMax, ttlSeconds: config.previewTtlSeconds },
-    sessions: { maxPerUser: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
+    sessions: { maxPerSigner: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
   const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ExpireDeploySessions];

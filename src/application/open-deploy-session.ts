@@ -57,7 +57,7 @@ export class OpenDeploySession {
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await this.publisher.assertStillAuthorised(input.user, input.token, project, preview);
     const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
-    const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
+    const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const packed = PackedManifest.pack(manifest);
     const session = { user: input.user, project, preview, keyId: input.keyId, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
@@ -69,8 +69,8 @@ export class OpenDeploySession {
     // is: the base's file of that content may be among those removed.
     const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest, size]) => inBase.get(digest) !== size));
     const missing = await this.objects.missing(input.user, undefined, sought);
-    const id = await this.sessions.open(session, maxPerUser, now);
-    if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
+    const id = await this.sessions.open(session, maxPerSigner, now);
+    if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);
     // A redeploy: the release is mostly built while the changed objects upload. Not a
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.staging.prepare(input.user, id, packed, missing);

@@ -24,7 +24,7 @@ async function world() {
   const disk = new InMemoryDeploys();
   for (const content of ['one', 'two', 'three']) disk.storeOf(alice).set(sha256(content), content);
   const clock = new FixedClock();
-  const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerUser: 3, ttlSeconds: 60 } };
+  const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerSigner: 3, ttlSeconds: 60 } };
   const previews = new InMemoryPreviewLinks(clock);
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock), new InMemoryDeployRecords(), new InMemoryDeployKeyStore(), previews);
   const sessions = new InMemoryDeploySessions();
