@@ -11,7 +11,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -19,6 +19,7 @@ async function world() {
   const tokens = new InMemoryTokenStore();
   await tokens.save(alice, 'A'.repeat(32) as Token);
   const keys = new InMemoryDeployKeyStore();
+  const sessions = new InMemoryDeploySessions();
   const previews = new InMemoryPreviewLinks();
   const disk = new InMemoryDeploys();
   const releases = disk.store;
@@ -36,7 +37,8 @@ async function world() {
     clock,
     create: new CreateDeployKey(keys, new SequenceTokenGenerator(), clock),
     list: new ListDeployKeys(keys),
-    revoke: new RevokeDeployKey(keys, lock),
+    sessions,
+    revoke: new RevokeDeployKey(keys, lock, sessions, disk.objects, disk.staging),
     authenticate: new AuthenticateDeployer(tokens, keys, clock),
     deploy: (token: string, project: string) => deployWith(token, project, bytes('site')),
     deployWith,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/adapters/db/database.js';
 import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
 import { PinoLogger } from '../../src/adapters/log/logger.js';
-import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 import { slowUpload, until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -14,27 +14,7 @@ import { snapshot } from '../support/tree.js';
 const site = (marker: string) => tgz([file('index.html', marker)]);
 const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
 
-interface Backend {
-  readonly env: Record<string, string>;
-  /** DATABASE_URL as the service sees it, for the one test that ages a key in place. */
-  url(h: Harness): string;
-  drop(): Promise<void>;
-}
-
-const backends: [string, () => Promise<Backend>][] = [
-  ['SQLite', async () => ({ env: {}, url: (h) => `sqlite:${join(h.root, 'sitedrop.db')}`, drop: async () => undefined })],
-];
-if (PG_URL) {
-  backends.push([
-    'PostgreSQL',
-    async () => {
-      const database = await freshPostgresDatabase();
-      return { env: { DATABASE_URL: database.url }, url: () => database.url, drop: () => database.drop() };
-    },
-  ]);
-}
-
-describe.each(backends)('deploy keys through the real API (%s, real directories)', (_name, open) => {
+describe.each(SERVICE_BACKENDS)('deploy keys through the real API (%s, real directories)', (_name, open) => {
   let h: Harness;
   let backend: Backend;
   let owner: string;
