@@ -37,6 +37,7 @@ import { ShowDeploySession } from './application/show-deploy-session.js';
 import { UploadObjects } from './application/upload-objects.js';
 import { PublishDeploySession } from './application/publish-deploy-session.js';
 import { CancelDeploySession } from './application/cancel-deploy-session.js';
+import { ListDeploySessions } from './application/list-deploy-sessions.js';
 import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
 import { DEPLOY_SESSIONS } from './application/ports/deploy-sessions.js';
 import { SESSION_OBJECTS } from './application/ports/session-objects.js';
@@ -99,10 +100,10 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
     archiveLimits: { maxFiles: config.maxFiles, maxBytes: config.maxExtractedBytes },
     ...(config.userMaxBytes === undefined ? {} : { userMaxBytes: config.userMaxBytes }),
     previews: { max: config.previewsMax, ttlSeconds: config.previewTtlSeconds },
-    sessions: { maxPerUser: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
+    sessions: { maxPerSigner: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
-  const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ExpireDeploySessions];
+  const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ListDeploySessions, ExpireDeploySessions];
   for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ...incremental]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }

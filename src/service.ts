@@ -11,6 +11,7 @@ import { DeletePreview } from './application/delete-preview.js';
 import { ExpirePreviews } from './application/expire-previews.js';
 import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
 import { CancelDeploySession } from './application/cancel-deploy-session.js';
+import { ListDeploySessions } from './application/list-deploy-sessions.js';
 import { OpenDeploySession } from './application/open-deploy-session.js';
 import { PublishDeploySession } from './application/publish-deploy-session.js';
 import { ShowDeploySession } from './application/show-deploy-session.js';
@@ -68,6 +69,7 @@ export async function startService(config: Config, adminToken: string, logger: L
       upload: container.get(UploadObjects),
       publish: container.get(PublishDeploySession),
       cancel: container.get(CancelDeploySession),
+      list: container.get(ListDeploySessions),
     },
     slots,
     listProjects: container.get(ListProjects),

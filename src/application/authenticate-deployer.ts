@@ -6,8 +6,9 @@ import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 /**
- * Signs in a deploy, before its body is read: a user token, or a deploy key (whose last
- * use is recorded). Which project the key may deploy is checked once the form names one.
+ * Signs in a deploy, before its body is read: a user token, or a deploy key. Which
+ * project the key may deploy is checked once the request names one; only then, allowed,
+ * is its use recorded (PublishRelease.assertStillAuthorised).
  */
 @injectable()
 export class AuthenticateDeployer {
@@ -21,7 +22,6 @@ export class AuthenticateDeployer {
     const now = this.clock.now();
     const deployer = await resolveDeployer(this.tokens, this.keys, now, presented);
     if (deployer === undefined) throw new Unauthorized();
-    if (deployer.key) await this.keys.touch(deployer.key.id, now);
     return deployer;
   }
 }

@@ -1,13 +1,20 @@
 import { inject, injectable } from 'inversify';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
+import { forgetClosedSessions } from './closed-sessions.js';
 import { existingProject } from './existing-project.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
+import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+import { STAGING, type Staging } from './ports/staging.js';
 
-/** Removes a project's live link, its previews, all its releases and its deploy keys; a running deploy of it publishes first. */
+/**
+ * Removes a project's live link, its previews, all its releases and its deploy keys, and
+ * closes the sessions those keys opened; a running deploy of it publishes first.
+ */
 @injectable()
 export class DeleteProject {
   constructor(
@@ -15,6 +22,9 @@ export class DeleteProject {
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
+    @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
+    @inject(STAGING) private readonly staging: Staging,
   ) {}
 
   async execute(user: Username, projectName: string): Promise<void> {
@@ -23,6 +33,7 @@ export class DeleteProject {
       await existingProject(this.releases, user, project);
       // Keys first: should removing the files then fail, no key can deploy it again.
       await this.keys.removeProject(user, project);
+      await forgetClosedSessions(this.objects, this.staging, await this.sessions.closeOpenedByKeys(user, project));
       // The previews' links before the releases they point to, as the live link is.
       await this.previews.removeProject(user, project);
       await this.releases.removeProject(user, project);

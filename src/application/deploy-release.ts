@@ -53,9 +53,12 @@ export class DeployRelease {
       return name;
     });
     // The preview's name is judged after the project's: the client hears of that one first.
+    // Then the key's grant whole (a preview key deploys no live site), as soon as it can be.
     const target = project.then(async (name) => {
-      const preview = await (input.preview ?? Promise.resolve(undefined));
-      return { project: name, preview: preview === undefined ? undefined : PreviewName.parse(preview) };
+      const named = await (input.preview ?? Promise.resolve(undefined));
+      const preview = named === undefined ? undefined : PreviewName.parse(named);
+      await this.publisher.assertStillAuthorised(input.user, input.token, name, preview);
+      return { project: name, preview };
     });
     if (input.archive === undefined) {
       await target;

@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { sessionExpiry } from '../domain/deploy-session.js';
+import { sessionExpiry, supersedes } from '../domain/deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
 import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Digest, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
@@ -8,11 +8,13 @@ import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
 import type { Username } from '../domain/username.js';
+import { forgetClosedSessions } from './closed-sessions.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
+import { NOT_YET_KNOWN } from './deployer.js';
 import { PublishRelease } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
-import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { DEPLOY_SESSIONS, type DeploySessions, type NewDeploySession } from './ports/deploy-sessions.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 import { STAGING, type Staging } from './ports/staging.js';
@@ -57,7 +59,7 @@ export class OpenDeploySession {
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await this.publisher.assertStillAuthorised(input.user, input.token, project, preview);
     const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
-    const { maxPerUser, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
+    const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const packed = PackedManifest.pack(manifest);
     const session = { user: input.user, project, preview, keyId: input.keyId, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
@@ -69,12 +71,35 @@ export class OpenDeploySession {
     // is: the base's file of that content may be among those removed.
     const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest, size]) => inBase.get(digest) !== size));
     const missing = await this.objects.missing(input.user, undefined, sought);
-    const id = await this.sessions.open(session, maxPerUser, now);
-    if (id === undefined) throw new TooManyDeploySessions(maxPerUser);
+    await this.supersedeIdle(session, now, ttlSeconds);
+    const id = await this.sessions.open(session, maxPerSigner, now);
+    if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);
+    await this.unlessRevokedMeanwhile(session, input.token, id);
     // A redeploy: the release is mostly built while the changed objects upload. Not a
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.staging.prepare(input.user, id, packed, missing);
     return stateOf({ id, ...session }, missing);
+  }
+
+  /** The signer's sessions this one supersedes (the domain's `supersedes`) end now, so it may take their place. */
+  private async supersedeIdle(session: NewDeploySession, now: Date, ttlSeconds: number): Promise<void> {
+    const idle = (await this.sessions.listUser(session.user)).filter((older) => supersedes(session, older, now, ttlSeconds));
+    for (const { id } of idle) await this.sessions.close(id);
+    await forgetClosedSessions(this.objects, this.staging, idle.map((older) => older.id));
+  }
+
+  /**
+   * A key revoked (or its project deleted) while this opened: revoking removes the key,
+   * then closes its sessions, so a session opened after that close finds the key gone here.
+   */
+  private async unlessRevokedMeanwhile(session: NewDeploySession, token: string, id: string): Promise<void> {
+    if (session.keyId === undefined) return;
+    try {
+      await this.publisher.assertStillAuthorised(session.user, token, session.project, NOT_YET_KNOWN);
+    } catch (error) {
+      await this.sessions.close(id);
+      throw error;
+    }
   }
 
   private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlyMap<Digest, number> }> {

@@ -5,7 +5,7 @@ import type { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
 import { enforceStorageQuota, keptAfterDeploy, type HeldReleases, type StoredRelease } from '../domain/storage-quota.js';
 import type { Username } from '../domain/username.js';
-import { mayDeploy, resolveDeployer, type NotYetKnown } from './deployer.js';
+import { mayDeploy, NOT_YET_KNOWN, resolveDeployer, type NotYetKnown } from './deployer.js';
 import { previewOnlyReleases, PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
@@ -134,11 +134,14 @@ export class PublishRelease {
   /**
    * The deploy was signed in before its upload; since then its token may have been
    * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
-   * with a new token). A key must also grant this project.
+   * with a new token). A key must also grant this project. A key's last use is an audit
+   * trail: it moves here, once a request is judged whole (its preview known) and allowed.
    */
   async assertStillAuthorised(user: Username, token: string, project: ProjectName, preview: PreviewName | undefined | NotYetKnown): Promise<void> {
-    const deployer = await resolveDeployer(this.tokens, this.keys, this.clock.now(), token);
+    const now = this.clock.now();
+    const deployer = await resolveDeployer(this.tokens, this.keys, now, token);
     if (deployer === undefined || deployer.user !== user || !mayDeploy(deployer, project, preview)) throw new Unauthorized();
+    if (deployer.key && preview !== NOT_YET_KNOWN) await this.keys.touch(deployer.key.id, now);
   }
 
   /**

@@ -1,3 +1,7 @@
+import type { PreviewName } from './preview.js';
+import type { ProjectName } from './project-name.js';
+import type { Username } from './username.js';
+
 /**
  * An incremental deploy's session lives DEPLOY_SESSION_SECONDS after its last use
  * (opening it, asking what is missing, an upload), so a long upload of many batches
@@ -9,4 +13,47 @@ export function sessionExpiry(lastUse: Date, ttlSeconds: number): Date {
 
 export function isSessionExpired(expiresAt: Date, now: Date): boolean {
   return now.getTime() >= expiresAt.getTime();
+}
+
+/** A session's last use, read back from its expiry (the inverse of `sessionExpiry` for the same ttl). */
+export function sessionLastUse(expiresAt: Date, ttlSeconds: number): Date {
+  return new Date(expiresAt.getTime() - ttlSeconds * 1000);
+}
+
+/** Who opened a session: the user's own token (no key), or one of the user's deploy keys. */
+export interface SessionSigner {
+  readonly user: Username;
+  readonly keyId: string | undefined;
+}
+
+/** What a session deploys, and who opened it. */
+export interface SessionTarget extends SessionSigner {
+  readonly project: ProjectName;
+  readonly preview: PreviewName | undefined;
+}
+
+/**
+ * DEPLOY_SESSIONS_MAX is each signer's own: the user's token has that many, and each
+ * deploy key as many of its own. A key is a CI secret: it can use up only its own
+ * allowance, never its owner's deploys nor another key's.
+ */
+export function sameSigner(a: SessionSigner, b: SessionSigner): boolean {
+  return a.user === b.user && a.keyId === b.keyId;
+}
+
+/**
+ * A session unused this long is taken for a deploy cut off in flight (a cancelled CI job,
+ * a killed runner): one in use makes a request at least every upload batch.
+ */
+export const SUPERSEDE_AFTER_IDLE_SECONDS = 60;
+
+/**
+ * A new session supersedes an older one of the same signer, project and preview once the
+ * older has been idle SUPERSEDE_AFTER_IDLE_SECONDS: the new one deploys the same target in
+ * its place, so a cut-off pipeline never holds a place the next one needs. One in use, or
+ * anyone else's, is left alone.
+ */
+export function supersedes(newer: SessionTarget, older: SessionTarget & { readonly expiresAt: Date }, now: Date, ttlSeconds: number): boolean {
+  const idleMs = now.getTime() - sessionLastUse(older.expiresAt, ttlSeconds).getTime();
+  return sameSigner(newer, older) && newer.project === older.project && newer.preview === older.preview && idleMs >= SUPERSEDE_AFTER_IDLE_SECONDS * 1000;
 }

@@ -188,11 +188,11 @@ export class DeploySessionNotFound extends DomainError {
   }
 }
 
-/** The user already has DEPLOY_SESSIONS_MAX sessions open. */
+/** The signer (the user's own token, or one deploy key) already has DEPLOY_SESSIONS_MAX sessions open. */
 export class TooManyDeploySessions extends DomainError {
   readonly code = 'too_many_deploy_sessions';
   constructor(readonly max: number) {
-    super(`the user has ${max} deploy sessions open, the most it may have`);
+    super(`the signer has ${max} deploy sessions open, the most it may have`);
   }
 }
 

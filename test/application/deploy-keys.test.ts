@@ -11,7 +11,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -19,6 +19,7 @@ async function world() {
   const tokens = new InMemoryTokenStore();
   await tokens.save(alice, 'A'.repeat(32) as Token);
   const keys = new InMemoryDeployKeyStore();
+  const sessions = new InMemoryDeploySessions();
   const previews = new InMemoryPreviewLinks();
   const disk = new InMemoryDeploys();
   const releases = disk.store;
@@ -27,8 +28,8 @@ async function world() {
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
   const records = new InMemoryDeployRecords();
   const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews));
-  const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>) =>
-    deploy.execute({ user: alice, token, project: Promise.resolve(project), archive, signal: new AbortController().signal });
+  const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>, preview?: string) =>
+    deploy.execute({ user: alice, token, project: Promise.resolve(project), preview: Promise.resolve(preview), archive, signal: new AbortController().signal });
   return {
     keys,
     releases,
@@ -37,7 +38,8 @@ async function world() {
     clock,
     create: new CreateDeployKey(keys, new SequenceTokenGenerator(), clock),
     list: new ListDeployKeys(keys),
-    revoke: new RevokeDeployKey(keys, lock),
+    sessions,
+    revoke: new RevokeDeployKey(keys, lock, sessions, disk.objects, disk.staging),
     authenticate: new AuthenticateDeployer(tokens, keys, clock),
     deploy: (token: string, project: string) => deployWith(token, project, bytes('site')),
     deployWith,
@@ -45,10 +47,17 @@ async function world() {
 }
 
 describe('deploy keys (use cases over fakes)', () => {
-  it('a key signs in as its owner, with its grant, and its use is recorded', async () => {
+  it('a key signs in as its owner, with its grant; its use is recorded once a deploy it may make is judged, and only then', async () => {
     const w = await world();
     const { id, token } = await w.create.execute(alice, 'docs', { name: 'ci', scope: 'preview', expiresInDays: 2 });
     expect(await w.authenticate.execute(token)).toEqual({ user: alice, key: { id, project: 'docs', scope: 'preview' } });
+    const lastUsed = async () => (await w.list.execute(alice, 'docs'))[0]?.lastUsedAt;
+    expect(await lastUsed()).toBeUndefined();
+    await expect(w.deploy(token, 'blog')).rejects.toBeInstanceOf(Unauthorized);
+    await expect(w.deploy(token, 'docs')).rejects.toBeInstanceOf(Unauthorized);
+    expect(await lastUsed()).toBeUndefined();
+    const preview = w.deployWith(token, 'docs', bytes('a preview'), 'pr-1');
+    expect((await preview).preview).toBe('pr-1');
     expect((await w.list.execute(alice, 'docs'))[0]).toMatchObject({ id, lastUsedAt: w.clock.current, expiresAt: new Date('2026-12-03T12:00:00Z') });
   });
 

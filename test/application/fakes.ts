@@ -4,7 +4,7 @@ import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/applicat
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
-import type { DeploySession, DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
@@ -12,6 +12,7 @@ import type { TokenGenerator } from '../../src/application/ports/token-generator
 import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected } from '../../src/domain/errors.js';
+import { sameSigner } from '../../src/domain/deploy-session.js';
 import { assertExpectedObject, assertObjectBytes, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
@@ -311,7 +312,7 @@ export class InMemoryDeploySessions implements DeploySessions {
   readonly sessions = new Map<string, DeploySession>();
 
   async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
-    const live = [...this.sessions.values()].filter((s) => s.user === session.user && s.expiresAt > now).length;
+    const live = [...this.sessions.values()].filter((s) => sameSigner(s, session) && s.expiresAt > now).length;
     if (live >= max) return undefined;
     const id = randomUUID().replaceAll('-', '');
     this.sessions.set(id, { id, ...session });
@@ -320,6 +321,17 @@ export class InMemoryDeploySessions implements DeploySessions {
 
   async find(id: string): Promise<DeploySession | undefined> {
     return this.sessions.get(id);
+  }
+
+  async listUser(user: Username): Promise<DeploySessionSummary[]> {
+    const of = [...this.sessions.values()].filter((s) => s.user === user);
+    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)).map(({ manifest: _, ...summary }) => summary);
+  }
+
+  async closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]> {
+    const closing = [...this.sessions.values()].filter((s) => s.user === user && s.project === project && s.keyId !== undefined && (keyId === undefined || s.keyId === keyId));
+    for (const { id } of closing) this.sessions.delete(id);
+    return closing.map((s) => s.id);
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

@@ -1,17 +1,22 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CancelDeploySession } from '../../src/application/cancel-deploy-session.js';
+import { CreateDeployKey } from '../../src/application/create-deploy-key.js';
+import { DeleteProject } from '../../src/application/delete-project.js';
 import { DeploySessionAccess } from '../../src/application/deploy-session-access.js';
 import { ExpireDeploySessions } from '../../src/application/expire-deploy-sessions.js';
 import { OpenDeploySession } from '../../src/application/open-deploy-session.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import { PublishDeploySession } from '../../src/application/publish-deploy-session.js';
 import { PublishRelease } from '../../src/application/publish-release.js';
+import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
+import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js';
+import { Unauthorized } from '../../src/domain/errors.js';
 import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -24,17 +29,30 @@ async function world() {
   const disk = new InMemoryDeploys();
   for (const content of ['one', 'two', 'three']) disk.storeOf(alice).set(sha256(content), content);
   const clock = new FixedClock();
-  const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerUser: 3, ttlSeconds: 60 } };
+  const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerSigner: 3, ttlSeconds: 600 } };
   const previews = new InMemoryPreviewLinks(clock);
+  const keys = new InMemoryDeployKeyStore();
+  const lock = new InProcessDeployLock();
   const records = new InMemoryDeployRecords();
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews);
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews);
   const sessions = new InMemoryDeploySessions();
   const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
+  const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+  const createKey = new CreateDeployKey(keys, new SequenceTokenGenerator(), clock);
   return {
     disk,
     clock,
     sessions,
-    open: (files: ManifestFile[]) => new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging).execute({ user: alice, token: TOKEN, project: 'docs', preview: undefined, files }),
+    open: (files: ManifestFile[], as: { token: string; keyId?: string } = { token: TOKEN }, preview?: string) =>
+      opener.execute({ user: alice, ...as, project: 'docs', preview, files }),
+    key: async (project: string) => {
+      const { id, token } = await createKey.execute(alice, project, { name: 'ci', scope: 'deploy' });
+      return { keyId: id, token: token as string };
+    },
+    revoke: new RevokeDeployKey(keys, lock, sessions, disk.objects, disk.staging),
+    deleteProject: new DeleteProject(disk.store, lock, keys, previews, sessions, disk.objects, disk.staging),
+    /** Moves the clock on: every session opened so far goes unused that long. */
+    idle: (seconds: number) => (clock.current = new Date(clock.current.getTime() + seconds * 1000)),
     publish: (id: string) => new PublishDeploySession(access, sessions, disk.staging, disk.objects, publisher, clock).execute({ user: alice, token: TOKEN, id }),
     cancel: (id: string) => new CancelDeploySession(access, sessions, disk.objects, disk.staging).execute({ user: alice, token: TOKEN, id }),
     sweep: () => new ExpireDeploySessions(sessions, disk.objects, clock, disk.staging).execute(),
@@ -72,8 +90,66 @@ describe('a publish prepared while objects upload (Staging.prepare)', () => {
     await w.sessions.close(endedElsewhere.session.id);
     await w.sweep();
     expect(w.disk.staging.preparedSessions()).toEqual([open.session.id]);
-    w.clock.current = new Date(w.clock.current.getTime() + 61_000);
+    w.idle(601);
     await w.sweep();
     expect(w.disk.staging.preparedSessions()).toEqual([]);
+  });
+});
+
+describe("sessions closed by others: superseded, their key revoked, their key's project deleted", () => {
+  const redeploy = [fileOf('a', 'one'), fileOf('b', 'two'), fileOf('c', 'new')];
+
+  it('an idle session superseded by a new one of the same signer and target is closed, its uploads and what was prepared forgotten', async () => {
+    const w = await world();
+    const cutOff = await w.open(redeploy);
+    w.disk.uploads.set(cutOff.session.id, new Map([[sha256('new'), 'new']]));
+    const preview = await w.open(redeploy, undefined, 'pr-1');
+    w.idle(SUPERSEDE_AFTER_IDLE_SECONDS - 1);
+    const early = await w.open(redeploy);
+    expect(await w.sessions.stillOpen([cutOff.session.id])).toEqual(new Set([cutOff.session.id]));
+    w.idle(1);
+    const next = await w.open(redeploy);
+    expect(await w.sessions.stillOpen([cutOff.session.id, preview.session.id, early.session.id, next.session.id])).toEqual(new Set([preview.session.id, early.session.id, next.session.id]));
+    expect(w.disk.uploads.has(cutOff.session.id)).toBe(false);
+    expect(w.disk.staging.preparedSessions()).not.toContain(cutOff.session.id);
+  });
+
+  it("revoking a key closes its sessions and forgets their uploads and what was prepared; its owner's and another key's stay", async () => {
+    const w = await world();
+    const key = await w.key('docs');
+    const other = await w.key('docs');
+    const keyed = await w.open(redeploy, key);
+    w.disk.uploads.set(keyed.session.id, new Map([[sha256('new'), 'new']]));
+    expect(w.disk.staging.preparedSessions()).toEqual([keyed.session.id]);
+    const own = await w.open(redeploy);
+    const others = await w.open(redeploy, other);
+    await w.revoke.execute(alice, 'docs', key.keyId);
+    expect(await w.sessions.stillOpen([keyed.session.id, own.session.id, others.session.id])).toEqual(new Set([own.session.id, others.session.id]));
+    expect(w.disk.uploads.has(keyed.session.id)).toBe(false);
+    expect(w.disk.staging.preparedSessions()).not.toContain(keyed.session.id);
+  });
+
+  it('a key revoked while its session opens leaves no session open: 401, and the key holds nothing', async () => {
+    const w = await world();
+    const key = await w.key('docs');
+    const open = w.sessions.open.bind(w.sessions);
+    // The revoke runs between the open's first check of the key and its insert.
+    w.sessions.open = async (...args) => {
+      await w.revoke.execute(alice, 'docs', key.keyId);
+      return open(...args);
+    };
+    await expect(w.open(redeploy, key)).rejects.toBeInstanceOf(Unauthorized);
+    expect(w.sessions.sessions.size).toBe(0);
+    expect(w.disk.staging.preparedSessions()).toEqual([]);
+  });
+
+  it("deleting a project closes its keys' sessions and forgets what was prepared; its owner's own stay", async () => {
+    const w = await world();
+    await w.publish((await w.open([fileOf('a', 'one')])).session.id);
+    const keyed = await w.open(redeploy, await w.key('docs'));
+    const own = await w.open(redeploy);
+    await w.deleteProject.execute(alice, 'docs');
+    expect(await w.sessions.stillOpen([keyed.session.id, own.session.id])).toEqual(new Set([own.session.id]));
+    expect(w.disk.staging.preparedSessions()).not.toContain(keyed.session.id);
   });
 });

@@ -11,7 +11,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -40,7 +40,7 @@ async function world() {
     listProjects: new ListProjects(releases),
     listReleases: new ListReleases(releases, records),
     rollback: new RollbackRelease(releases, lock, records),
-    deleteProject: new DeleteProject(releases, lock, keys, previews),
+    deleteProject: new DeleteProject(releases, lock, keys, previews, new InMemoryDeploySessions(), disk.objects, disk.staging),
     listUsers: new ListUsers(tokens, releases),
   };
 }

@@ -165,6 +165,31 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     }
   });
 
+  it('falls back to one archive, saying so, when the server has no room for another session (429), and is incremental again once there is', async () => {
+    const root = await site('crowded', files);
+    // Every place the user's own token has (DEPLOY_SESSIONS_MAX, 8) held, as pipelines cut off in flight leave them.
+    const held: string[] = [];
+    for (let i = 0; ; i++) {
+      const r = await h.call('POST', '/api/v1/deploys', { token, json: { project: `held-${i}`, files: [{ path: 'a.html', size: 4, digest: sha(`held${i}`) }] } });
+      if (r.status === 429) break;
+      expect(r.status).toBe(201);
+      held.push(r.body.id as string);
+    }
+    expect(held).toHaveLength(8);
+    const mark = proxy.seen.length;
+    const r = await sitedrop(['deploy', root, '--project', 'crowded', '--json']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('the server has no room for another deploy session (too many open deploy sessions, retry later): sending the whole folder as one archive\n');
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'ok', mode: 'full', sentFiles: 8 });
+    expect(since(mark).map((e) => `${e.method} ${e.path} ${e.status}`)).toEqual(['POST /api/v1/deploys 429', 'POST /api/v1/deploy 200']);
+    expect(await live('crowded')).toEqual(await contents(root));
+
+    for (const id of held) expect((await h.call('DELETE', `/api/v1/deploys/${id}`, { token })).status).toBe(204);
+    await writeFile(join(root, 'index.html'), 'room again');
+    expect(await deployed([root, '--project', 'crowded'])).toMatchObject({ mode: 'incremental', sentFiles: 1, skippedFiles: 7 });
+    expect(await live('crowded')).toEqual(await contents(root));
+  });
+
   it('deploys incrementally with a deploy key, and a preview with a preview key, against the owner store', async () => {
     const root = await site('keyed', files);
     await deployed([root, '--project', 'keyed']);

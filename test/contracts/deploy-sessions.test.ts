@@ -69,6 +69,51 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect(await sessions.open(session(), 2, at(10))).toBeDefined();
     }));
 
+    it("counts each signer apart: the user's own token, and each deploy key, has `max` of its own", withSessions(async (sessions) => {
+      const key = (n: number) => `6f1c2d3e-0000-4000-8000-00000000000${n}`;
+      expect(await sessions.open(session({ keyId: key(1), preview: 'pr-1' as PreviewName }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(1), project: 'blog' as ProjectName }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(1) }), 2, at(1))).toBeUndefined();
+      // The key at its limit stops neither its owner nor another key.
+      expect(await sessions.open(session(), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ project: 'blog' as ProjectName }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session(), 2, at(1))).toBeUndefined();
+      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeUndefined();
+    }));
+
+    it("lists a user's sessions, oldest first, without their manifests; another user's are not among them", withSessions(async (sessions) => {
+      const key = '6f1c2d3e-0000-4000-8000-000000000003';
+      const a = (await sessions.open(session({ createdAt: at(2) }), 8, at(2)))!;
+      const b = (await sessions.open(session({ createdAt: at(1), keyId: key, preview: 'pr-1' as PreviewName, project: 'blog' as ProjectName }), 8, at(2)))!;
+      await sessions.open(session({ user: 'bob' as Username }), 8, at(2));
+      const listed = await sessions.listUser('alice' as Username);
+      expect(listed).toEqual([
+        { id: b, user: 'alice', project: 'blog', preview: 'pr-1', keyId: key, createdAt: at(1), expiresAt: at(60) },
+        { id: a, user: 'alice', project: 'docs', preview: undefined, keyId: undefined, createdAt: at(2), expiresAt: at(60) },
+      ]);
+      expect(await sessions.listUser('carol' as Username)).toEqual([]);
+    }));
+
+    it("closes a project's key sessions, or one key's, and returns their ids; the owner's own and other projects' stay", withSessions(async (sessions) => {
+      const key = (n: number) => `6f1c2d3e-0000-4000-8000-00000000001${n}`;
+      const open = async (over: Partial<NewDeploySession>) => (await sessions.open(session(over), 8, at(1)))!;
+      const k1 = await open({ keyId: key(1) });
+      const k1b = await open({ keyId: key(1), preview: 'pr-1' as PreviewName });
+      const k2 = await open({ keyId: key(2) });
+      const own = await open({});
+      const blog = await open({ project: 'blog' as ProjectName, keyId: key(3) });
+      const bobs = await open({ user: 'bob' as Username, keyId: key(4) });
+      expect((await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key(1))).sort()).toEqual([k1, k1b].sort());
+      expect(await sessions.stillOpen([k1, k1b, k2, own, blog, bobs])).toEqual(new Set([k2, own, blog, bobs]));
+      expect(await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key(1))).toEqual([]);
+      expect(await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName)).toEqual([k2]);
+      expect(await sessions.stillOpen([own, blog, bobs])).toEqual(new Set([own, blog, bobs]));
+      // Another user's key of a project of that name is not this user's.
+      expect(await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key(4))).toEqual([]);
+    }));
+
     it('moves an expiry, lists the expired, says which ids are still open, and removes a user', withSessions(async (sessions) => {
       const a = (await sessions.open(session({ expiresAt: at(5) }), 8, at(1)))!;
       const b = (await sessions.open(session({ expiresAt: at(5) }), 8, at(1)))!;

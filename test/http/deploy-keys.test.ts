@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/adapters/db/database.js';
 import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
 import { PinoLogger } from '../../src/adapters/log/logger.js';
-import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
+import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 import { slowUpload, until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -14,27 +14,7 @@ import { snapshot } from '../support/tree.js';
 const site = (marker: string) => tgz([file('index.html', marker)]);
 const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
 
-interface Backend {
-  readonly env: Record<string, string>;
-  /** DATABASE_URL as the service sees it, for the one test that ages a key in place. */
-  url(h: Harness): string;
-  drop(): Promise<void>;
-}
-
-const backends: [string, () => Promise<Backend>][] = [
-  ['SQLite', async () => ({ env: {}, url: (h) => `sqlite:${join(h.root, 'sitedrop.db')}`, drop: async () => undefined })],
-];
-if (PG_URL) {
-  backends.push([
-    'PostgreSQL',
-    async () => {
-      const database = await freshPostgresDatabase();
-      return { env: { DATABASE_URL: database.url }, url: () => database.url, drop: () => database.drop() };
-    },
-  ]);
-}
-
-describe.each(backends)('deploy keys through the real API (%s, real directories)', (_name, open) => {
+describe.each(SERVICE_BACKENDS)('deploy keys through the real API (%s, real directories)', (_name, open) => {
   let h: Harness;
   let backend: Backend;
   let owner: string;
@@ -93,6 +73,31 @@ describe.each(backends)('deploy keys through the real API (%s, real directories)
     expect(await readFile(join(h.docsRoot, 'owner/docs/index.html'), 'utf8')).toBe('by the key');
     const [listed] = await keysOf('docs');
     expect(Date.parse(listed!.lastUsedAt as string)).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it('a key refused 401 (another project, live with a preview key, a session not its own) leaves lastUsedAt as it was; an allowed request moves it', async () => {
+    const lastUsed = async (id: string) => (await keysOf('docs')).find((k) => k.id === id)?.lastUsedAt;
+    const key = await makeKey('docs', { name: 'ci', scope: 'deploy' });
+    const previewKey = await makeKey('docs', { name: 'pull requests', scope: 'preview' });
+    const files = [{ path: 'index.html', size: 5, digest: createHash('sha256').update('hello').digest('hex') }];
+    const openSession = (token: string, project: string, preview?: string) => h.call('POST', '/api/v1/deploys', { token, json: { project, preview, files } });
+    const owners = await openSession(owner, 'docs');
+    expect(owners.status).toBe(201);
+
+    expect(await h.deploy(key.token, 'other', site('stray'))).toMatchObject(UNAUTHORIZED);
+    expect(await openSession(key.token, 'other')).toMatchObject(UNAUTHORIZED);
+    expect(await h.deploy(previewKey.token, 'docs', site('not live'))).toMatchObject(UNAUTHORIZED);
+    expect(await openSession(previewKey.token, 'docs')).toMatchObject(UNAUTHORIZED);
+    expect(await h.call('GET', `/api/v1/deploys/${String(owners.body.id)}`, { token: previewKey.token })).toMatchObject(UNAUTHORIZED);
+    expect(await lastUsed(key.id)).toBeNull();
+    expect(await lastUsed(previewKey.id)).toBeNull();
+
+    expect((await h.deploy(previewKey.token, 'docs', site('a preview'), { preview: 'pr-used' })).status).toBe(200);
+    expect(Date.parse((await lastUsed(previewKey.id)) as string)).toBeGreaterThan(Date.now() - 60_000);
+    const mine = await openSession(key.token, 'docs');
+    expect(mine.status).toBe(201);
+    expect(Date.parse((await lastUsed(key.id)) as string)).toBeGreaterThan(Date.now() - 60_000);
+    for (const id of [owners.body.id, mine.body.id]) expect((await h.call('DELETE', `/api/v1/deploys/${String(id)}`, { token: owner })).status).toBe(204);
   });
 
   it('a deploy key deploys a project that did not exist when it was made', async () => {

@@ -151,7 +151,7 @@ describe('GET /api/v1/openapi.json', () => {
         checked++;
       }
     }
-    expect(checked).toBe(24);
+    expect(checked).toBe(25);
   });
 
 });

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceBackends } from '../support/databases.js';
+import { SERVICE_BACKENDS } from '../support/service-backends.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 
@@ -10,9 +10,8 @@ import { file, tgz } from '../support/tar-builder.js';
 
 const site = (marker: string) => tgz([file('index.html', marker)]);
 
-const backends = serviceBackends();
 
-describe.each(backends)("a preview key's releases and the live history (%s, real directories)", (_name, open) => {
+describe.each(SERVICE_BACKENDS)("a preview key's releases and the live history (%s, real directories)", (_name, open) => {
   let h: Harness;
   let drop: () => Promise<void>;
   let token: string;

@@ -1,7 +1,7 @@
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serviceBackends } from '../support/databases.js';
+import { SERVICE_BACKENDS } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 import { until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -11,9 +11,8 @@ const site = (marker: string) => tgz([file('index.html', marker)]);
 const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
 const NOT_FOUND = { status: 404, body: { status: 'error', error: 'preview not found' } };
 
-const backends = serviceBackends();
 
-describe.each(backends)('previews through the real API (%s, real directories)', (_name, open) => {
+describe.each(SERVICE_BACKENDS)('previews through the real API (%s, real directories)', (_name, open) => {
   let h: Harness;
   let drop: () => Promise<void>;
   let token: string;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { openDatabase } from '../../src/adapters/db/database.js';
 import type { Schema } from '../../src/adapters/db/schema.js';
-import { freshPostgresDatabase, PG_URL } from './postgres.js';
+import { freshPostgresDatabase } from './postgres.js';
 
 export interface OpenedDatabase {
   readonly db: Kysely<Schema>;
@@ -38,23 +38,3 @@ export async function postgresDatabase(): Promise<OpenedDatabase> {
   };
 }
 
-/** A service's database, as its environment names it: SQLite (the default) or a PostgreSQL database of its own. */
-export interface ServiceBackend {
-  readonly env: Record<string, string>;
-  drop(): Promise<void>;
-}
-
-/** For `describe.each`: SQLite always, PostgreSQL where TEST_DATABASE_URL is set (CI sets it). */
-export function serviceBackends(): [string, () => Promise<ServiceBackend>][] {
-  const backends: [string, () => Promise<ServiceBackend>][] = [['SQLite', async () => ({ env: {}, drop: async () => undefined })]];
-  if (PG_URL) {
-    backends.push([
-      'PostgreSQL',
-      async () => {
-        const database = await freshPostgresDatabase();
-        return { env: { DATABASE_URL: database.url }, drop: () => database.drop() };
-      },
-    ]);
-  }
-  return backends;
-}

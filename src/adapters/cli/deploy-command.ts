@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { ApiClient, DeployTarget, Json } from './api-client.js';
 import { measureSiteFolder, readSiteFolder, type SiteFolder } from './folder-manifest.js';
-import { deployIncrementally, MostlyNew, ProtocolAbsent, type DeployCounts } from './incremental-deploy.js';
+import { deployIncrementally, MostlyNew, ProtocolAbsent, SessionsBusy, type DeployCounts } from './incremental-deploy.js';
 import { cacheDirectory, ManifestCache, type PendingManifest } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
@@ -58,8 +58,8 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
 
 /**
  * A folder goes incrementally (only what the server lacks), or whole with --full, when
- * most of it is new to the server, or when the server predates the protocol; a .tar.gz
- * goes as it is.
+ * most of it is new to the server, when the server has no room for another session
+ * (429), or when the server predates the protocol; a .tar.gz goes as it is.
  */
 export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
   const info = await stat(path).catch(() => {
@@ -90,7 +90,7 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
       return report(answer, { ...counts, hashedFiles: checked.hashed }, options.json);
     } catch (error) {
       caching?.abandon();
-      if (error instanceof MostlyNew) {
+      if (error instanceof MostlyNew || error instanceof SessionsBusy) {
         err(`${error.message}: sending the whole folder as one archive`);
         published = checked;
       } else if (error instanceof ProtocolAbsent) err(`this server has no incremental deploys (${error.message}): sending the whole folder`);

@@ -24,6 +24,13 @@ export interface DeployCounts {
 export class ProtocolAbsent extends Error {}
 
 /**
+ * The server has no place for another session of this signer (429: DEPLOY_SESSIONS_MAX
+ * open, perhaps left by pipelines cut off in flight): a tarball needs none, so the deploy
+ * goes on as one rather than failing or waiting.
+ */
+export class SessionsBusy extends Error {}
+
+/**
  * Most of the site is new to the server (a first deploy): one tarball is faster, since
  * the server unpacks it straight into the release, where objects are unpacked, kept
  * with the session and linked again at the publish (docs/performance.md). The tarball's
@@ -147,6 +154,7 @@ export async function deployIncrementally(
   const { signal } = conversation;
   const session = await openSession(api, target, files, conversation).catch((error: unknown) => {
     if (error instanceof ServerError && (error.status === 404 || error.status === 405)) throw new ProtocolAbsent(`the server answered ${error.status} to POST /api/v1/deploys`);
+    if (error instanceof ServerError && error.status === 429) throw new SessionsBusy(`the server has no room for another deploy session (${error.message})`);
     throw error;
   });
   const sent = new Set<string>();

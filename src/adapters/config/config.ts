@@ -22,7 +22,7 @@ export interface Config {
   readonly previewTtlSeconds: number;
   /** Previews a project may have at once. */
   readonly previewsMax: number;
-  /** DEPLOY_SESSIONS_MAX: incremental deploy sessions a user may have open at once. */
+  /** DEPLOY_SESSIONS_MAX: incremental deploy sessions a user's own token may have open at once, and each deploy key as many. */
   readonly deploySessionsMax: number;
   /** DEPLOY_SESSION_SECONDS: an incremental deploy session expires this long after its last use. */
   readonly deploySessionSeconds: number;

@@ -1,13 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { sql, type Kysely } from 'kysely';
-import type { DeploySession, DeploySessions, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../application/ports/deploy-sessions.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
 import { DATABASE } from './kysely-token-store.js';
-import type { Schema } from './schema.js';
+import type { DeploySessionsTable, Schema } from './schema.js';
+
+const summaryOf = (row: Omit<DeploySessionsTable, 'manifest'>): DeploySessionSummary => ({
+  id: row.id,
+  user: row.username as Username,
+  project: row.project as ProjectName,
+  preview: (row.preview ?? undefined) as PreviewName | undefined,
+  keyId: row.key_id ?? undefined,
+  createdAt: new Date(row.created_at),
+  expiresAt: new Date(row.expires_at),
+});
+
+const SUMMARY_COLUMNS = ['id', 'username', 'project', 'preview', 'key_id', 'created_at', 'expires_at'] as const;
 
 /** Deploy sessions in SQLite or PostgreSQL; the manifest is one binary column, packed (packed-manifest.ts). */
 @injectable()
@@ -18,7 +30,8 @@ export class KyselyDeploySessions implements DeploySessions {
     const id = randomBytes(16).toString('hex');
     // One statement, the count and the insert: no window between them within a replica's
     // connection. Two replicas at the same instant may each see max - 1 (READ COMMITTED);
-    // the limit bounds a user's disk, and one extra session is within what it allows for.
+    // the limit bounds a signer's disk, and one extra session is within what it allows for.
+    // The signer (domain sameSigner): the user's own token, or that one key.
     const result = await this.db
       .insertInto('deploy_sessions')
       .columns(['id', 'username', 'project', 'preview', 'key_id', 'manifest', 'created_at', 'expires_at'])
@@ -40,6 +53,7 @@ export class KyselyDeploySessions implements DeploySessions {
                 .selectFrom('deploy_sessions')
                 .select(eb.fn.countAll().as('n'))
                 .where('username', '=', session.user)
+                .where('key_id', session.keyId === undefined ? 'is' : '=', session.keyId ?? null)
                 .where('expires_at', '>', now.toISOString()),
               '<',
               max,
@@ -53,16 +67,19 @@ export class KyselyDeploySessions implements DeploySessions {
   async find(id: string): Promise<DeploySession | undefined> {
     const row = await this.db.selectFrom('deploy_sessions').selectAll().where('id', '=', id).executeTakeFirst();
     if (row === undefined) return undefined;
-    return {
-      id: row.id,
-      user: row.username as Username,
-      project: row.project as ProjectName,
-      preview: (row.preview ?? undefined) as PreviewName | undefined,
-      keyId: row.key_id ?? undefined,
-      manifest: PackedManifest.from(row.manifest),
-      createdAt: new Date(row.created_at),
-      expiresAt: new Date(row.expires_at),
-    };
+    return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest) };
+  }
+
+  async listUser(user: Username): Promise<DeploySessionSummary[]> {
+    const rows = await this.db.selectFrom('deploy_sessions').select(SUMMARY_COLUMNS).where('username', '=', user).orderBy('created_at').orderBy('id').execute();
+    return rows.map(summaryOf);
+  }
+
+  async closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]> {
+    let closing = this.db.deleteFrom('deploy_sessions').where('username', '=', user).where('project', '=', project);
+    closing = keyId === undefined ? closing.where('key_id', 'is not', null) : closing.where('key_id', '=', keyId);
+    const rows = await closing.returning('id').execute();
+    return rows.map((r) => r.id);
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

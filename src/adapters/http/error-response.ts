@@ -86,7 +86,7 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
       const answer = respond(409, 'objects missing');
       return { ...answer, body: { ...answer.body, missing: error.digests } };
     }
-    // 429: this user's own open sessions are in the way; one ending frees a place.
+    // 429: the signer's own open sessions (the user's token's, or this key's) are in the way; one ending frees a place.
     if (error instanceof TooManyDeploySessions) return respond(429, 'too many open deploy sessions, retry later', true, RETRY_LATER);
     // 507, as WebDAV quotas answer (RFC 4331): 413 already means an upload too large to
     // take, which a smaller upload fixes; this is the user's storage, which only deleting

@@ -1,6 +1,7 @@
 import type { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
 import type { AuthenticateUser } from '../../application/authenticate-user.js';
 import type { CancelDeploySession } from '../../application/cancel-deploy-session.js';
+import type { ListDeploySessions } from '../../application/list-deploy-sessions.js';
 import type { OpenDeploySession } from '../../application/open-deploy-session.js';
 import type { PublishDeploySession } from '../../application/publish-deploy-session.js';
 import type { ShowDeploySession } from '../../application/show-deploy-session.js';
@@ -57,6 +58,7 @@ export interface HttpDeps {
     readonly upload: UploadObjects;
     readonly publish: PublishDeploySession;
     readonly cancel: CancelDeploySession;
+    readonly list: ListDeploySessions;
   };
   readonly slots: DeploySlots;
   readonly listProjects: ListProjects;

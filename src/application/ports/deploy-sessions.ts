@@ -24,14 +24,25 @@ export interface DeploySession {
 
 export type NewDeploySession = Omit<DeploySession, 'id'>;
 
+/** A session without its manifest: what listing one, or judging whether another supersedes it, needs. */
+export type DeploySessionSummary = Omit<DeploySession, 'manifest'>;
+
 export interface DeploySessions {
   /**
-   * Opens the session unless its user already has `max` unexpired at `now`; returns its
-   * id, or undefined when the user is at the limit.
+   * Opens the session unless its signer already has `max` unexpired at `now` (the
+   * domain's `sameSigner`: the user's own token, or that one deploy key); returns its id,
+   * or undefined when the signer is at the limit.
    */
   open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined>;
   /** The session, expired or not; undefined once it is closed, or if it never was. */
   find(id: string): Promise<DeploySession | undefined>;
+  /** The user's sessions, expired or not, whoever opened them; oldest first. */
+  listUser(user: Username): Promise<DeploySessionSummary[]>;
+  /**
+   * Ends the sessions the project's deploy keys opened (only key `keyId`'s, when given),
+   * not the user's own; returns their ids.
+   */
+  closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
   /** Moves its expiry: every use of a session keeps it alive. */
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ends it; false if it was not open. */

@@ -13,13 +13,13 @@ export interface DeploySettings {
 }
 
 export interface SessionSettings {
-  /** Incremental deploy sessions a user may have open at once. */
-  readonly maxPerUser: number;
+  /** Incremental deploy sessions one signer may have open at once: the user's own token, and each deploy key apart (domain sameSigner). */
+  readonly maxPerSigner: number;
   /** How long a session lives after its last use. */
   readonly ttlSeconds: number;
 }
 
-export const DEFAULT_SESSION_SETTINGS: SessionSettings = { maxPerUser: 8, ttlSeconds: 3600 };
+export const DEFAULT_SESSION_SETTINGS: SessionSettings = { maxPerSigner: 8, ttlSeconds: 3600 };
 
 export interface PreviewSettings {
   /** Previews a project may have at once. */

@@ -1,6 +1,7 @@
 import express from 'express';
 import type { Request } from 'express';
 import type { SessionState } from '../../../application/deploy-session-access.js';
+import type { DeploySessionSummary } from '../../../application/ports/deploy-sessions.js';
 import type { Authentication } from '../auth.js';
 import { bearerToken } from '../bearer.js';
 import type { HttpDeps } from '../http-deps.js';
@@ -31,6 +32,18 @@ function sessionAnswer(state: SessionState): Record<string, unknown> {
     bytes: state.bytes,
     missing: state.missing,
     missingBytes: state.missingBytes,
+  };
+}
+
+/** A session as its owner's listing shows it: the key that opened it by id, never its token. */
+function listedSession(session: DeploySessionSummary): Record<string, unknown> {
+  return {
+    id: session.id,
+    project: session.project,
+    preview: session.preview ?? null,
+    keyId: session.keyId ?? null,
+    createdAt: session.createdAt.toISOString(),
+    expiresAt: session.expiresAt.toISOString(),
   };
 }
 
@@ -72,7 +85,12 @@ export function deploySessionRoutes(
       const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project, preview, files: body.files, base: body.base, removed: body.removed });
       res.status(201).json(sessionAnswer(state));
     })
-    .all(methodNotAllowed('POST'));
+    // The owner's own token only, as every management route: a key gets 401.
+    .get(fallback('failed to list deploy sessions'), async (req, res) => {
+      const sessions = await deps.sessions.list.execute(await auth.user(req, res));
+      res.json({ status: 'ok', sessions: sessions.map(listedSession) });
+    })
+    .all(methodNotAllowed('GET, HEAD, POST'));
 
   app
     .route('/api/v1/deploys/:id')
