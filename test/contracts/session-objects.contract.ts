@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected, ObjectsRejected } from '../../src/domain/errors.js';
 import type { Digest } from '../../src/domain/manifest.js';
-import { alice, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, blog, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const S1 = '11111111111111111111111111111111';
 const S2 = '22222222222222222222222222222222';
@@ -77,6 +77,17 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
       await d.store.commit(staged, alice, docs, R1);
       await d.objects.removeUploads(S1);
       expect(await d.objects.missing(alice, undefined, objectsOf('sent'))).toEqual([]);
+    }));
+
+    it('keeps an upload with its session even when the store has the object, and the store losing it changes nothing', over(open, async (d) => {
+      await release(d, alice, blog, R1, ['z']);
+      await d.objects.receive(alice, S1, d.batch([[digestOf('z'), 'z']]), expecting(objectsOf('z')), going());
+      await d.store.removeRelease(alice, blog, R1);
+      expect(await d.leftovers()).toEqual([]);
+      expect(await d.objects.missing(alice, S1, objectsOf('z'))).toEqual([]);
+      const staged = await d.staging.assemble(alice, S1, packed(manifestOf('z')));
+      await d.store.commit(staged, alice, docs, R1);
+      expect(await d.served(alice, docs, R1)).toEqual(['z']);
     }));
 
     it("removing a user's files removes their store", over(open, async (d) => {

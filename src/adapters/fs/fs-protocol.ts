@@ -66,7 +66,8 @@ export type FromWriter =
  * to the store.
  */
 export interface StagingObjects {
-  readonly store: string;
+  /** None for an upload's batch: what a session uploads is kept as its own, never linked from the store. */
+  readonly store?: string;
   readonly fresh: string;
   /**
    * An incremental deploy's uploaded objects, kept with its session until it publishes:

@@ -25,12 +25,16 @@ export class NodeSessionObjects implements SessionObjects {
     return missing as Digest[];
   }
 
-  async receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
+  async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
     // Unpacked as an archive is, into a staging area of its own; only the objects move
     // on, into the session's uploads, and only once every one of them has been checked.
     const area = await this.tree.openStagingArea();
     try {
-      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      // Not linked from the user's store, even where it holds the same bytes: each object
+      // is written as the session's own, so that what this answers for stays with the
+      // session until its publish or its end, whatever the store's collection does
+      // meanwhile (issue 26, point 9). A re-sent object replaces one a crash cut short.
+      const objects = { fresh: area.fresh };
       const limits = { maxFiles: expected.objectCount, maxBytes: expected.objectBytes() };
       const extracted = await this.extractor.extract(batch, area.dir, objects, limits, area.chmod, signal, expected).catch((error: unknown) => {
         if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);

@@ -170,7 +170,8 @@ class Target {
     if (this.missing.size > 0 && this.missing.has(Buffer.from(digest).toString('hex'))) return;
     const name = objectPath(digest);
     if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
-    if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
+    const store = this.objects.store;
+    if (store !== undefined && linkOrCopy(`${store}/${name}`, path)) return;
     const uploads = this.objects.uploads;
     if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
       this.keepAsNew(path, name, digest);
@@ -179,7 +180,7 @@ class Target {
     // A store start-up has not renamed yet (object-names.ts) holds it under its old
     // name: a release relative to a base of before the upgrade links its files from there.
     // Looked for last, so that only an object about to be reported missing costs the look.
-    if (linkOrCopy(`${this.objects.store}/${legacyObjectPath(digest)}`, path)) return;
+    if (store !== undefined && linkOrCopy(`${store}/${legacyObjectPath(digest)}`, path)) return;
     this.missing.add(Buffer.from(digest).toString('hex'));
   }
 
@@ -206,11 +207,13 @@ class Target {
     this.added.add(digest);
   }
 
-  /** Links the object `name` as `path`, from this job's new objects or the store, if either has it. */
+  /** Links the object `name` as `path`, from this job's new objects or the store (if the job has one), if either has it. */
   private linkShared(name: string, digest: Uint8Array, path: string): boolean {
     if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
-    this.stored ??= listStore(this.objects.store);
-    return this.stored.has(digest) && linkIfThere(`${this.objects.store}/${name}`, path);
+    const store = this.objects.store;
+    if (store === undefined) return false;
+    this.stored ??= listStore(store);
+    return this.stored.has(digest) && linkIfThere(`${store}/${name}`, path);
   }
 
   /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
