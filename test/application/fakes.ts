@@ -329,6 +329,10 @@ export class InMemoryDeploySessions implements DeploySessions {
     return [...this.sessions.values()].filter((s) => s.expiresAt <= now).map((s) => s.id);
   }
 
+  async openedBy(keyId: string, now: Date): Promise<string[]> {
+    return [...this.sessions.values()].filter((s) => s.keyId === keyId && s.expiresAt > now).map((s) => s.id);
+  }
+
   async stillOpen(ids: readonly string[]): Promise<Set<string>> {
     return new Set(ids.filter((id) => this.sessions.has(id)));
   }
