@@ -1,5 +1,6 @@
 import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../application/ports/session-objects.js';
+import type { ProjectScope } from '../../domain/deploy-session.js';
 import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
@@ -7,6 +8,7 @@ import type { Username } from '../../domain/username.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
 import { DeploysTree } from './deploys-tree.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { ProjectContent } from './project-content.js';
 
 /** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
 @injectable()
@@ -15,14 +17,28 @@ export class NodeSessionObjects implements SessionObjects {
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
     @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(ProjectContent) private readonly content: ProjectContent,
   ) {}
 
-  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>, scope?: ProjectScope): Promise<Digest[]> {
     const uploads = session === undefined ? undefined : this.tree.uploadsDir(session);
-    const { missing, wrongSize } = await this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects);
+    // A deploy key's: the store answers only for what its project's releases hold.
+    const { missing, wrongSize } =
+      scope === undefined ? await this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects) : await this.content.probe(user, scope.project, uploads, objects);
     const lie = wrongSize[0];
     if (lie !== undefined) throw new ManifestRejected(`size does not match the object's: ${lie} is not ${objects.get(lie as Digest)} bytes`);
     return missing as Digest[];
+  }
+
+  async shareUploads(from: readonly string[], session: string, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+    const into = this.tree.uploadsDir(session);
+    const shared = new Set<string>();
+    for (const other of from) {
+      const wanted = new Map([...objects].filter(([digest]) => !shared.has(digest)));
+      if (wanted.size === 0) break;
+      for (const digest of await this.threads.shareUploads(this.tree.uploadsDir(other), into, wanted)) shared.add(digest);
+    }
+    return [...shared] as Digest[];
   }
 
   async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
