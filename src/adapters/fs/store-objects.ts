@@ -263,9 +263,12 @@ export class ObjectProbe {
   private lookWithin(digest: string, size: number, within: readonly Float64Array[]): void {
     if (this.uploaded(digest) === size) return;
     const stored = objectInfo(join(this.store, objectPath(digest)));
-    // Beyond 2^53 an inode number would not compare exactly: never the project's, so asked for.
-    const ours = stored !== undefined && Number.isSafeInteger(stored.ino) && within.some((inodes) => includes(inodes, stored.ino));
-    if (!ours) this.missing.push(digest);
+    // Searched for whether or not the store holds it (-1 is no inode), so that one held for
+    // another project costs what an absent one does. Beyond 2^53 an inode number would not
+    // compare exactly: never the project's, so asked for.
+    const inode = stored !== undefined && Number.isSafeInteger(stored.ino) ? stored.ino : -1;
+    const ours = within.some((inodes) => includes(inodes, inode));
+    if (!ours || stored === undefined) this.missing.push(digest);
     else if (stored.size !== size) this.wrongSize.push(digest);
   }
 
