@@ -7,21 +7,24 @@ import type { Username } from '../../domain/username.js';
 import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
 import type { Probed } from './fs-protocol.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { ProjectInodes } from './project-inodes.js';
 
 /**
- * Bytes of releases' inode lists held at most, 8 a file: the five kept releases of a
- * 40,000-file site take 1.6 MB. Past it the least recently used go (and are walked again).
+ * Bytes of projects' inodes held at most (project-inodes.ts): a 40,000-file site with 25
+ * releases (five kept, twenty previews) takes about 1 MB. Past it the least recently used
+ * projects go, and their releases are walked again when next asked about.
  */
-export const REMEMBERED_INODES_BYTES_MAX = 4 * 1024 * 1024;
+export const REMEMBERED_INODES_BYTES_MAX = 8 * 1024 * 1024;
 
 /**
  * Which objects of a user's store a project's releases hold (issue 26, point 5). A
  * release's files are hard links into the store, so an object is the project's if its
  * inode is one of a release's files': live, older, or a preview's (all under the
  * project's directory). Each release's inodes are listed once (a walk of its files on the
- * writer thread, 40,000 lstats in some 100 ms) and remembered with the identity of its
- * directory: a committed release never changes. Nothing here depends on the objects asked
- * about, so the time taken says nothing of what other projects hold.
+ * writer thread, 40,000 lstats in some 100 ms) and kept with the identity of its
+ * directory, a committed release never changing; a release gone takes its inodes with it.
+ * Nothing here depends on the objects asked about, so the time taken says nothing of what
+ * other projects hold.
  *
  * Only ever on the safe side: a release committed meanwhile, or an object whose stored
  * copy is not the one a release links (an EMLINK copy, a store entry another deploy
@@ -29,10 +32,9 @@ export const REMEMBERED_INODES_BYTES_MAX = 4 * 1024 * 1024;
  */
 @injectable()
 export class ProjectContent {
-  /** By release directory, in order of use (a Map iterates in insertion order); `held` counts their bytes. */
-  private readonly remembered = new Map<string, { identity: string; inodes: Float64Array }>();
-  private held = 0;
-  /** Walks under way, by directory and identity: sessions opened at once walk a release once. */
+  /** By project directory, in order of use (a Map iterates in insertion order). */
+  private readonly projects = new Map<string, ProjectInodes>();
+  /** Walks under way, by release directory and identity: sessions opened at once walk a release once. */
   private readonly walking = new Map<string, Promise<Float64Array | undefined>>();
 
   constructor(
@@ -47,59 +49,61 @@ export class ProjectContent {
    * missing as one it lacks is, in the same time and at the same place in the answer.
    */
   async probe(user: Username, project: ProjectName, uploads: string | undefined, objects: ReadonlyMap<string, number>): Promise<Probed> {
-    const within = await this.releaseInodes(user, project);
-    return this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects, within);
+    const within = await this.releaseInodes(this.tree.projectDir(user, project));
+    return this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects, [within]);
   }
 
-  private async releaseInodes(user: Username, project: ProjectName): Promise<Float64Array[]> {
-    const dir = this.tree.projectDir(user, project);
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch (error) {
-      if (isMissing(error)) return [];
-      throw error;
-    }
-    const lists = await Promise.all(names.filter((name) => ReleaseId.isReleaseId(name)).map((name) => this.inodesOf(join(dir, name))));
-    return lists.filter((inodes) => inodes !== undefined);
+  /** Every inode the project's releases' files have, sorted. */
+  private async releaseInodes(dir: string): Promise<Float64Array> {
+    const releases = await releasesIn(dir);
+    const inodes = this.projects.get(dir) ?? new ProjectInodes();
+    // Kept at once: a session opened meanwhile adds to the same one.
+    this.projects.set(dir, inodes);
+    for (const [name, identity] of inodes.known()) if (releases.get(name) !== identity) inodes.remove(name);
+    await Promise.all(
+      [...releases].map(async ([name, identity]) => {
+        if (inodes.known().get(name) === identity) return;
+        const walked = await this.walk(join(dir, name), identity);
+        if (walked) inodes.add(name, identity, walked);
+      }),
+    );
+    this.keep(dir, inodes);
+    return inodes.held();
   }
 
-  /** The release's inodes, remembered or walked; undefined if it is gone. */
-  private async inodesOf(release: string): Promise<Float64Array | undefined> {
-    const identity = await directoryIdentity(release);
-    if (identity === undefined) return undefined;
-    const known = this.remembered.get(release);
-    if (known?.identity === identity) {
-      this.remembered.delete(release);
-      this.remembered.set(release, known);
-      return known.inodes;
-    }
+  private walk(release: string, identity: string): Promise<Float64Array | undefined> {
     const key = `${release}\n${identity}`;
     let walk = this.walking.get(key);
     if (walk === undefined) {
       walk = this.threads.releaseInodes(release).finally(() => this.walking.delete(key));
       this.walking.set(key, walk);
-      const inodes = await walk;
-      if (inodes) this.remember(release, identity, inodes);
     }
     return walk;
   }
 
-  private remember(release: string, identity: string, inodes: Float64Array): void {
-    this.forget(release);
-    if (inodes.byteLength > REMEMBERED_INODES_BYTES_MAX) return;
-    this.remembered.set(release, { identity, inodes });
-    this.held += inodes.byteLength;
-    for (const [oldest] of this.remembered) {
-      if (this.held <= REMEMBERED_INODES_BYTES_MAX) break;
-      this.forget(oldest);
+  /** Keeps the project's inodes as the most recently used, within REMEMBERED_INODES_BYTES_MAX. */
+  private keep(dir: string, inodes: ProjectInodes): void {
+    this.projects.delete(dir);
+    this.projects.set(dir, inodes);
+    let held = 0;
+    for (const kept of this.projects.values()) held += kept.bytes;
+    for (const [oldest, kept] of this.projects) {
+      if (held <= REMEMBERED_INODES_BYTES_MAX) break;
+      this.projects.delete(oldest);
+      held -= kept.bytes;
     }
   }
+}
 
-  private forget(release: string): void {
-    const known = this.remembered.get(release);
-    if (known === undefined) return;
-    this.remembered.delete(release);
-    this.held -= known.inodes.byteLength;
+/** The project's releases, by directory name, with each directory's identity; none if there is no project. */
+async function releasesIn(dir: string): Promise<Map<string, string>> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).filter((name) => ReleaseId.isReleaseId(name));
+  } catch (error) {
+    if (isMissing(error)) return new Map();
+    throw error;
   }
+  const identities = await Promise.all(names.map((name) => directoryIdentity(join(dir, name))));
+  return new Map(names.flatMap((name, i) => (identities[i] === undefined ? [] : [[name, identities[i]]])));
 }
