@@ -55,6 +55,7 @@ import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
 import { trimHeap } from './adapters/fs/heap-trim.js';
 import { ManifestMemory } from './adapters/fs/manifest-memory.js';
+import { ProjectContent } from './adapters/fs/project-content.js';
 import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
 import { NodeStaging } from './adapters/fs/node-staging.js';
@@ -78,6 +79,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DeploysTree).toSelf().inSingletonScope();
   // What the staging assembled, the release store remembers once it is a release: one memory for both.
   c.bind(ManifestMemory).toSelf().inSingletonScope();
+  c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
   c.bind(STAGING).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();

@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { isSessionExpired, sessionExpiry } from '../domain/deploy-session.js';
+import { isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
 import type { Username } from '../domain/username.js';
@@ -14,7 +14,7 @@ export interface SessionState {
   readonly session: DeploySession;
   readonly files: number;
   readonly bytes: number;
-  /** Objects the user's store and the session's uploads lack, each once. */
+  /** Objects the user's store (a deploy key's: its project's content) and the session's uploads lack, each once. */
   readonly missing: Digest[];
   readonly missingBytes: number;
 }
@@ -45,7 +45,8 @@ export class DeploySessionAccess {
   }
 
   async state(session: DeploySession): Promise<SessionState> {
-    return stateOf(session, await this.objects.missing(session.user, session.id, new Map(session.manifest.objects())));
+    const scope = objectScope(session.keyId, session.project);
+    return stateOf(session, await this.objects.missing(session.user, session.id, new Map(session.manifest.objects()), scope));
   }
 }
 

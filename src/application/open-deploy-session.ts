@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { sessionExpiry, supersedes } from '../domain/deploy-session.js';
+import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
 import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Digest, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
@@ -37,7 +37,8 @@ export interface OpenSessionInput {
 /**
  * The first step of an incremental deploy: the manifest is checked whole (every rule an
  * archive's entries obey), kept as a session, and answered with the objects the user's
- * store lacks; staging may start building the release meanwhile (Staging.prepare).
+ * store lacks (a deploy key's: its project's content and its sessions' uploads); staging
+ * may start building the release meanwhile (Staging.prepare).
  * Nothing of the site changes until the session is published. A manifest
  * relative to a release of the project is made whole first, from that release's files
  * as they are on disk, and only if they are the files the client says they are.
@@ -70,22 +71,41 @@ export class OpenDeploySession {
     // missing, as for any deploy. Any other size is looked up, and refused as the lie it
     // is: the base's file of that content may be among those removed.
     const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest, size]) => inBase.get(digest) !== size));
-    const missing = await this.objects.missing(input.user, undefined, sought);
-    await this.supersedeIdle(session, now, ttlSeconds);
+    // A deploy key's session is answered from its project's content alone (domain: objectScope).
+    const scope = objectScope(input.keyId, project);
+    const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
+    const missing = await this.objects.missing(input.user, undefined, sought, scope);
+    const superseded = await this.closeIdle(session, now, ttlSeconds);
     const id = await this.sessions.open(session, maxPerSigner, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);
     await this.unlessRevokedMeanwhile(session, input.token, id);
     // A redeploy: the release is mostly built while the changed objects upload. Not a
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.staging.prepare(input.user, id, packed, missing);
-    return stateOf({ id, ...session }, missing);
+    // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
+    const stillMissing = await this.notUploadedBefore(earlier, id, missing, manifest);
+    await forgetClosedSessions(this.objects, this.staging, superseded);
+    return stateOf({ id, ...session }, stillMissing);
   }
 
-  /** The signer's sessions this one supersedes (the domain's `supersedes`) end now, so it may take their place. */
-  private async supersedeIdle(session: NewDeploySession, now: Date, ttlSeconds: number): Promise<void> {
+  /**
+   * Of `missing`, what the key's `earlier` sessions did not upload: what they did is the
+   * key's own, and is kept with the new session too, whatever becomes of them.
+   */
+  private async notUploadedBefore(earlier: readonly string[], id: string, missing: Digest[], manifest: Manifest): Promise<Digest[]> {
+    if (earlier.length === 0 || missing.length === 0) return missing;
+    const shared = new Set(await this.objects.shareUploads(earlier, id, new Map(missing.map((digest) => [digest, manifest.objects.get(digest)!]))));
+    return missing.filter((digest) => !shared.has(digest));
+  }
+
+  /**
+   * Closes the signer's sessions this one supersedes (the domain's `supersedes`), so it may
+   * take their place; what they hold is forgotten by the caller once it has kept its share.
+   */
+  private async closeIdle(session: NewDeploySession, now: Date, ttlSeconds: number): Promise<string[]> {
     const idle = (await this.sessions.listUser(session.user)).filter((older) => supersedes(session, older, now, ttlSeconds));
     for (const { id } of idle) await this.sessions.close(id);
-    await forgetClosedSessions(this.objects, this.staging, idle.map((older) => older.id));
+    return idle.map((older) => older.id);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { inject, injectable } from 'inversify';
+import { objectScope } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess } from './deploy-session-access.js';
@@ -9,8 +10,9 @@ import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js
 import { STAGING, type Staging } from './ports/staging.js';
 
 /**
- * The last step of an incremental deploy: the release is built from the user's store
- * and the session's uploads (ObjectsMissing if some object is in neither: the client
+ * The last step of an incremental deploy: the release is built from the user's store (a
+ * deploy key's: its project's content, whatever the open found) and the session's
+ * uploads (ObjectsMissing if some object is in neither: the client
  * uploads it and publishes again), then published as any deploy is, and the session
  * ends. Two publishes of one session publish once: the second finds it closed.
  */
@@ -28,7 +30,7 @@ export class PublishDeploySession {
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
     const session = await this.access.use(input.user, input.token, input.id);
     const started = this.clock.now().getTime();
-    const staged = await this.staging.assemble(session.user, session.id, session.manifest);
+    const staged = await this.staging.assemble(session.user, session.id, session.manifest, objectScope(session.keyId, session.project));
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,

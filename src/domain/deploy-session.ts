@@ -57,3 +57,20 @@ export function supersedes(newer: SessionTarget, older: SessionTarget & { readon
   const idleMs = now.getTime() - sessionLastUse(older.expiresAt, ttlSeconds).getTime();
   return sameSigner(newer, older) && newer.project === older.project && newer.preview === older.preview && idleMs >= SUPERSEDE_AFTER_IDLE_SECONDS * 1000;
 }
+
+/** The one project whose content a deploy key's session may draw on (objectScope). */
+export interface ProjectScope {
+  readonly project: ProjectName;
+}
+
+/**
+ * What a session's objects may come from besides what it uploaded itself. The user's own
+ * token: the user's whole store (undefined). A deploy key covers one project, so its
+ * session draws only on that project's content: the files of its releases (live, older,
+ * previews') and what that key's sessions uploaded. Anything else is missing, at the
+ * open, at every later answer and at the publish, and must be uploaded: a key never
+ * learns, nor copies, what the owner's other projects hold.
+ */
+export function objectScope(keyId: string | undefined, project: ProjectName): ProjectScope | undefined {
+  return keyId === undefined ? undefined : { project };
+}

@@ -11,6 +11,7 @@ import type { StagedRelease, Staging } from '../../src/application/ports/staging
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
+import type { ProjectScope } from '../../src/domain/deploy-session.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected } from '../../src/domain/errors.js';
 import { sameSigner } from '../../src/domain/deploy-session.js';
 import { assertExpectedObject, assertObjectBytes, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
@@ -114,6 +115,12 @@ export class InMemoryDeploys {
     return `staging-${(this.handles += 1)}`;
   }
 
+  /** The contents a project's releases (live, older, previews') hold, by digest: what a deploy key's session may draw on. */
+  projectContents(user: Username, project: ProjectName): Set<Digest> {
+    const releases = this.tree.get(`${user}/${project}`)?.values() ?? [];
+    return new Set([...releases].flatMap((files) => files.map(({ content }) => sha256(content))));
+  }
+
   /** A release put in place without a deploy (one from before deploy records, say): one file of `bytes` bytes. */
   put(user: Username, project: ProjectName, id: ReleaseId, bytes: number): void {
     const key = `${user}/${project}`;
@@ -150,12 +157,14 @@ export class InMemoryStaging implements Staging {
     for (const [session, owner] of this.prepared) if (owner === user) this.prepared.delete(session);
   }
 
-  async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
+  async assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {
     this.prepared.delete(session);
     const { files } = manifest.manifest();
     const store = this.disk.storeOf(user);
+    const ours = scope && this.disk.projectContents(user, scope.project);
     const uploads = this.disk.uploads.get(session);
-    const contents = files.map((f) => (f.size === 0 ? '' : (store.get(f.digest) ?? uploads?.get(f.digest))));
+    const stored = (digest: Digest) => (ours === undefined || ours.has(digest) ? store.get(digest) : undefined);
+    const contents = files.map((f) => (f.size === 0 ? '' : (stored(f.digest) ?? uploads?.get(f.digest))));
     const missing = new Set(files.filter((_, i) => contents[i] === undefined).map((f) => f.digest));
     if (missing.size > 0) throw new ObjectsMissing([...missing]);
     return this.staged(user, files.map((f, i) => ({ path: f.path, content: contents[i]! })));
@@ -245,12 +254,13 @@ export class InMemoryReleaseStore implements ReleaseStore {
 export class InMemorySessionObjects implements SessionObjects {
   constructor(private readonly disk: InMemoryDeploys) {}
 
-  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+  async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>, scope?: ProjectScope): Promise<Digest[]> {
     const store = this.disk.storeOf(user);
+    const ours = scope && this.disk.projectContents(user, scope.project);
     const uploads = session === undefined ? undefined : this.disk.uploads.get(session);
     const missing: Digest[] = [];
     for (const [digest, size] of objects) {
-      const held = store.get(digest) ?? uploads?.get(digest);
+      const held = (ours === undefined || ours.has(digest) ? store.get(digest) : undefined) ?? uploads?.get(digest);
       if (held === undefined) missing.push(digest);
       else if (Buffer.byteLength(held) !== size) throw new ManifestRejected(`size does not match the object's: ${digest} is not ${size} bytes`);
     }
@@ -274,6 +284,15 @@ export class InMemorySessionObjects implements SessionObjects {
     }
     this.disk.uploads.set(session, new Map([...(this.disk.uploads.get(session) ?? []), ...received]));
     return received.size;
+  }
+
+  async shareUploads(from: readonly string[], session: string, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
+    const shared = new Map<Digest, string>();
+    for (const other of from) {
+      for (const [digest, content] of this.disk.uploads.get(other) ?? []) if (objects.get(digest) === Buffer.byteLength(content)) shared.set(digest, content);
+    }
+    if (shared.size > 0) this.disk.uploads.set(session, new Map([...(this.disk.uploads.get(session) ?? []), ...shared]));
+    return [...shared.keys()];
   }
 
   async removeUploads(session: string): Promise<void> {
@@ -345,6 +364,10 @@ export class InMemoryDeploySessions implements DeploySessions {
 
   async expired(now: Date): Promise<string[]> {
     return [...this.sessions.values()].filter((s) => s.expiresAt <= now).map((s) => s.id);
+  }
+
+  async openedBy(keyId: string, now: Date): Promise<string[]> {
+    return [...this.sessions.values()].filter((s) => s.keyId === keyId && s.expiresAt > now).map((s) => s.id);
   }
 
   async stillOpen(ids: readonly string[]): Promise<Set<string>> {

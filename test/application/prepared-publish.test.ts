@@ -15,6 +15,7 @@ import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js
 import { Unauthorized } from '../../src/domain/errors.js';
 import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
 
@@ -28,6 +29,8 @@ async function world() {
   await tokens.save(alice, TOKEN as Token);
   const disk = new InMemoryDeploys();
   for (const content of ['one', 'two', 'three']) disk.storeOf(alice).set(sha256(content), content);
+  // The project's own release holds them too: a deploy key's session draws on that alone.
+  disk.tree.set('alice/docs', new Map([['20261123T120000' as ReleaseId, ['one', 'two', 'three'].map((content) => ({ path: `${content}.txt`, content }))]]));
   const clock = new FixedClock();
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 }, sessions: { maxPerSigner: 3, ttlSeconds: 600 } };
   const previews = new InMemoryPreviewLinks(clock);
@@ -112,6 +115,20 @@ describe("sessions closed by others: superseded, their key revoked, their key's 
     expect(await w.sessions.stillOpen([cutOff.session.id, preview.session.id, early.session.id, next.session.id])).toEqual(new Set([preview.session.id, early.session.id, next.session.id]));
     expect(w.disk.uploads.has(cutOff.session.id)).toBe(false);
     expect(w.disk.staging.preparedSessions()).not.toContain(cutOff.session.id);
+  });
+
+  it("a key's idle session superseded by its next one hands over what it uploaded: the new one need not send it again", async () => {
+    const w = await world();
+    const key = await w.key('docs');
+    const cutOff = await w.open(redeploy, key);
+    expect(cutOff.missing).toEqual([sha256('new')]);
+    w.disk.uploads.set(cutOff.session.id, new Map([[sha256('new'), 'new']]));
+    w.idle(61);
+    const next = await w.open(redeploy, key);
+    expect(await w.sessions.stillOpen([cutOff.session.id, next.session.id])).toEqual(new Set([next.session.id]));
+    expect(w.disk.uploads.has(cutOff.session.id)).toBe(false);
+    expect(next.missing).toEqual([]);
+    await w.publish(next.session.id);
   });
 
   it("revoking a key closes its sessions and forgets their uploads and what was prepared; its owner's and another key's stay", async () => {

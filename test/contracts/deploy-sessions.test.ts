@@ -126,6 +126,19 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       await sessions.removeUser('alice' as Username);
       expect(await sessions.stillOpen([a, b, c])).toEqual(new Set([c]));
     }));
+
+    it("lists a key's unexpired sessions: not its expired ones, nor another key's, nor the user's own", withSessions(async (sessions) => {
+      const KEY = '6f1c2d3e-0000-4000-8000-000000000001';
+      const first = (await sessions.open(session({ keyId: KEY, expiresAt: at(50) }), 8, at(1)))!;
+      await sessions.open(session({ keyId: KEY, expiresAt: at(5) }), 8, at(1));
+      await sessions.open(session({ keyId: '6f1c2d3e-0000-4000-8000-000000000002' }), 8, at(1));
+      await sessions.open(session(), 8, at(1));
+      const second = (await sessions.open(session({ keyId: KEY, preview: 'pr-1' as PreviewName }), 8, at(1)))!;
+      expect((await sessions.openedBy(KEY, at(10))).sort()).toEqual([first, second].sort());
+      await sessions.close(first);
+      expect(await sessions.openedBy(KEY, at(10))).toEqual([second]);
+      expect(await sessions.openedBy('6f1c2d3e-0000-4000-8000-000000000003', at(10))).toEqual([]);
+    }));
   });
 }
 

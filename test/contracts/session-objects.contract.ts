@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected, ObjectsRejected } from '../../src/domain/errors.js';
 import type { Digest } from '../../src/domain/manifest.js';
-import { alice, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, release, type DeploysUnderTest } from './deploys-under-test.js';
+import { alice, blog, expecting, packed, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const S1 = '11111111111111111111111111111111';
 const S2 = '22222222222222222222222222222222';
@@ -77,6 +77,55 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
       await d.store.commit(staged, alice, docs, R1);
       await d.objects.removeUploads(S1);
       expect(await d.objects.missing(alice, undefined, objectsOf('sent'))).toEqual([]);
+    }));
+
+    it("with a project's scope, only that project's releases answer, every one of them; another project's content is missing and no size is held against it", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['older']);
+      await release(d, alice, docs, R2, ['live']);
+      await release(d, alice, blog, R1, ['secret']);
+      const asked = objectsOf('secret', 'older', 'nowhere', 'live');
+      expect(sorted(await d.objects.missing(alice, undefined, asked, { project: docs }))).toEqual(digests('secret', 'nowhere'));
+      expect(sorted(await d.objects.missing(alice, undefined, asked))).toEqual(digests('nowhere'));
+      // Listed where the same object absent from the store would be, whichever comes first.
+      const places = async (...contents: string[]) => {
+        const missing = await d.objects.missing(alice, undefined, objectsOf(...contents), { project: docs });
+        return missing.map((digest) => contents.map(digestOf).indexOf(digest));
+      };
+      expect(await places('nowhere', 'secret')).toEqual(await places('nowhere', 'nowhere either'));
+      expect(await places('secret', 'nowhere')).toEqual(await places('nowhere either', 'nowhere'));
+      expect(await d.objects.missing(alice, undefined, new Map([[digestOf('secret'), 99]]), { project: docs })).toEqual([digestOf('secret')]);
+      await expect(d.objects.missing(alice, undefined, new Map([[digestOf('older'), 99]]), { project: docs })).rejects.toBeInstanceOf(ManifestRejected);
+      expect(await d.objects.missing(alice, undefined, objectsOf('older'), { project: 'none' as typeof docs })).toEqual(digests('older'));
+    }));
+
+    it("with a project's scope, the session's own uploads answer too", over(open, async (d) => {
+      await release(d, alice, blog, R1, ['secret']);
+      await d.objects.receive(alice, S1, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going());
+      expect(await d.objects.missing(alice, S1, objectsOf('sent', 'secret'), { project: docs })).toEqual(digests('secret'));
+    }));
+
+    it('keeps an upload with its session even when the store has the object, and the store losing it changes nothing', over(open, async (d) => {
+      await release(d, alice, blog, R1, ['z']);
+      await d.objects.receive(alice, S1, d.batch([[digestOf('z'), 'z']]), expecting(objectsOf('z')), going());
+      await d.store.removeRelease(alice, blog, R1);
+      expect(await d.leftovers()).toEqual([]);
+      expect(await d.objects.missing(alice, S1, objectsOf('z'))).toEqual([]);
+      const staged = await d.staging.assemble(alice, S1, packed(manifestOf('z')));
+      await d.store.commit(staged, alice, docs, R1);
+      expect(await d.served(alice, docs, R1)).toEqual(['z']);
+    }));
+
+    it('shareUploads keeps with a session what others uploaded of the objects asked, at their sizes, whatever becomes of those', over(open, async (d) => {
+      const S3 = '33333333333333333333333333333333';
+      await d.objects.receive(alice, S1, d.batch([[digestOf('a'), 'a'], [digestOf('bb'), 'bb']]), expecting(objectsOf('a', 'bb')), going());
+      await d.objects.receive(alice, S2, d.batch([[digestOf('ccc'), 'ccc']]), expecting(objectsOf('ccc')), going());
+      const asked = new Map([...objectsOf('a', 'ccc', 'dddd'), [digestOf('bb'), 3]]);
+      expect(sorted(await d.objects.shareUploads([S1, S2], S3, asked))).toEqual(digests('a', 'ccc'));
+      await d.objects.removeUploads(S1);
+      await d.objects.removeUploads(S2);
+      expect(await d.objects.missing(alice, S3, objectsOf('a', 'ccc', 'dddd'))).toEqual(digests('dddd'));
+      expect(await d.objects.sessionsWithUploads()).toEqual([S3]);
+      expect(await d.objects.shareUploads([S1], S3, objectsOf('bb'))).toEqual([]);
     }));
 
     it("removing a user's files removes their store", over(open, async (d) => {

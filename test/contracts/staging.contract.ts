@@ -169,6 +169,36 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       expect(await d.leftovers()).toEqual([]);
     }));
 
+    it("with a project's scope, assembles from that project's releases and the session's uploads only: another project's object is ObjectsMissing, leaving nothing", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['ours']);
+      await release(d, alice, blog, R1, ['theirs']);
+      await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going());
+      const theirs = d.staging.assemble(alice, SESSION, packed(manifestOf('ours', 'theirs', 'sent')), { project: docs });
+      await expect(theirs).rejects.toBeInstanceOf(ObjectsMissing);
+      await expect(theirs).rejects.toMatchObject({ digests: [digestOf('theirs')] });
+      expect(await d.leftovers()).toEqual([]);
+      // Uploaded by the session, the same bytes are its own; and the owner's own token takes them from the store.
+      await d.objects.receive(alice, SESSION, d.batch([[digestOf('theirs'), 'theirs']]), expecting(objectsOf('theirs')), going());
+      const staged = await d.staging.assemble(alice, SESSION, packed(manifestOf('ours', 'theirs', 'sent')), { project: docs });
+      await d.store.commit(staged, alice, docs, R2);
+      expect(await d.served(alice, docs, R2)).toEqual(['ours', 'theirs', 'sent']);
+      await d.staging.discard(await d.staging.assemble(alice, 'f'.repeat(32), packed(manifestOf('theirs'))));
+    }));
+
+    it("with a project's scope, a release prepared while the project held an object is built whole once it no longer does: ObjectsMissing", over(open, async (d) => {
+      await release(d, alice, docs, R1, ['shared']);
+      await release(d, alice, blog, R1, ['shared']);
+      const manifest = packed(manifestOf('shared'));
+      d.staging.prepare(alice, SESSION, manifest, []);
+      await d.store.removeRelease(alice, docs, R1);
+      await d.leftovers();
+      const assembling = d.staging.assemble(alice, SESSION, manifest, { project: docs });
+      await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
+      await expect(assembling).rejects.toMatchObject({ digests: [digestOf('shared')] });
+      expect(d.staging.preparedSessions()).toEqual([]);
+      expect(await d.leftovers()).toEqual([]);
+    }));
+
     it('assembles a site of empty files from nothing stored', over(open, async (d) => {
       const staged = await d.staging.assemble(alice, SESSION, packed([{ path: pathOf(0), size: 0, digest: EMPTY_DIGEST }]));
       expect(staged).toMatchObject({ files: 1, bytes: 0 });

@@ -8,6 +8,7 @@ import { ManifestMemory } from '../../src/adapters/fs/manifest-memory.js';
 import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
 import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
+import { ProjectContent } from '../../src/adapters/fs/project-content.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 
 export interface RealDeploys {
@@ -33,13 +34,14 @@ export async function realDeploys(prefix: string): Promise<RealDeploys> {
   const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, threads);
   const extractor = new ArchiveExtractor(threads);
   const manifests = new ManifestMemory();
+  const content = new ProjectContent(tree, threads);
   const deploys = {
     root,
     docsRoot,
     deploysRoot,
-    staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests),
+    staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content),
     store: new NodeReleaseStore(tree, threads, manifests),
-    objects: new NodeSessionObjects(tree, extractor, threads),
+    objects: new NodeSessionObjects(tree, extractor, threads, content),
     threads,
     settle: () => tree.settle(),
     async close() {

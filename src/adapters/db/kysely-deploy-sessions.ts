@@ -96,6 +96,11 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
+  async openedBy(keyId: string, now: Date): Promise<string[]> {
+    const rows = await this.db.selectFrom('deploy_sessions').select('id').where('key_id', '=', keyId).where('expires_at', '>', now.toISOString()).execute();
+    return rows.map((r) => r.id);
+  }
+
   async stillOpen(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rows = await this.db.selectFrom('deploy_sessions').select('id').where('id', 'in', ids).execute();

@@ -96,9 +96,18 @@ export class ArchiveExtractor {
    * Builds the manifest's files in `dir` from objects the user has (`objects.store`, or
    * `objects.uploads`, kept as new), or the `part` of them it names. Throws ObjectsMissing
    * naming those it lacks; a part `ahead` answers them in `missing` instead. `signal`
-   * stops it (DeployAborted).
+   * stops it (DeployAborted). `uploadsOnly` (by object index, 1 for yes): objects taken
+   * from `objects.uploads` alone, never the store.
    */
-  async assemble(manifest: PackedManifest, dir: string, objects: StagingObjects, chmod: boolean, part?: AssemblyPart, signal?: AbortSignal): Promise<Assembled> {
+  async assemble(
+    manifest: PackedManifest,
+    dir: string,
+    objects: StagingObjects,
+    chmod: boolean,
+    part?: AssemblyPart,
+    signal?: AbortSignal,
+    uploadsOnly?: Uint8Array,
+  ): Promise<Assembled> {
     let answer!: (outcome: Outcome) => void;
     const answered = new Promise<Outcome>((resolve) => (answer = resolve));
     const job = this.threads.openJob((message) => {
@@ -106,7 +115,7 @@ export class ArchiveExtractor {
     });
     const abort = (): void => job.post({ type: 'abort', job: job.id });
     try {
-      job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod, ...(part && { part }) });
+      job.post({ type: 'assemble', job: job.id, dir, objects, manifest: manifest.packed, chmod, ...(part && { part }), ...(uploadsOnly && { uploadsOnly }) });
       signal?.addEventListener('abort', abort, { once: true });
       if (signal?.aborted) abort();
       const outcome = await answered;

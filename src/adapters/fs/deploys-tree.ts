@@ -209,3 +209,18 @@ export class DeploysTree {
     return this.prepared;
   }
 }
+
+/**
+ * What tells a release directory from another made under the same path: a release never
+ * changes once committed, but one removed (by any replica) and committed again under the
+ * same id is another directory, with another inode and ctime. Undefined if there is none.
+ */
+export async function directoryIdentity(dir: string): Promise<string | undefined> {
+  try {
+    const info = await stat(dir, { bigint: true });
+    return `${info.dev}:${info.ino}:${info.ctimeNs}`;
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}

@@ -15,6 +15,8 @@
  *   LINK   u16 length, path, digest              a file built from an object the user already
  *                                                has (an incremental deploy): a link to it, or,
  *                                                if it has gone, noted as missing
+ *   LINK_UPLOADED u16 length, path, digest       as LINK, from the session's uploads only: a
+ *                                                deploy key's object its project does not hold
  */
 export const OP_MKDIR = 1;
 export const OP_CREATE = 2;
@@ -22,6 +24,7 @@ export const OP_WRITE = 3;
 export const OP_CLOSE = 4;
 export const OP_PUT = 5;
 export const OP_LINK = 6;
+export const OP_LINK_UPLOADED = 7;
 
 export const BATCH_BYTES = 256 * 1024;
 export const DIGEST_BYTES = 32;
@@ -85,9 +88,10 @@ export class OpBatcher {
     this.length += DIGEST_BYTES + 4 + bytes.length;
   }
 
-  link(path: string, digest: Uint8Array): void {
+  /** LINK, or with `uploadedOnly` LINK_UPLOADED. */
+  link(path: string, digest: Uint8Array, uploadedOnly = false): void {
     if (BATCH_BYTES - this.length < 3 + path.length * 3 + DIGEST_BYTES) this.flush();
-    this.pathOp(OP_LINK, path);
+    this.pathOp(uploadedOnly ? OP_LINK_UPLOADED : OP_LINK, path);
     this.batch.set(digest, this.length);
     this.length += DIGEST_BYTES;
   }

@@ -14,8 +14,12 @@ import type { ManifestFile } from '../../domain/manifest.js';
  */
 export type ToUnpacker =
   | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: PackedBytes }
-  /** Builds a release in `dir` from objects the user has: an incremental deploy's publish, whole or in two parts. */
-  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean; part?: AssemblyPart }
+  /**
+   * Builds a release in `dir` from objects the user has: an incremental deploy's publish,
+   * whole or in two parts. `uploadsOnly`: flags by object index (PackedManifest.objectIndex),
+   * 1 for an object a deploy key's session may take only from its uploads, never the store.
+   */
+  | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean; part?: AssemblyPart; uploadsOnly?: Uint8Array }
   | { type: 'chunk'; job: number; data: Uint8Array }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
@@ -66,7 +70,8 @@ export type FromWriter =
  * to the store.
  */
 export interface StagingObjects {
-  readonly store: string;
+  /** None for an upload's batch: what a session uploads is kept as its own, never linked from the store. */
+  readonly store?: string;
   readonly fresh: string;
   /**
    * An incremental deploy's uploaded objects, kept with its session until it publishes:
@@ -85,12 +90,22 @@ export interface StagingObjects {
 export type RemoveRequest =
   | { type: 'remove' | 'collect' | 'migrate'; id: number; path: string }
   | { type: 'adopt'; id: number; path: string; into: string }
-  /** Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size. */
-  | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number> }
+  /**
+   * Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size.
+   * With `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (store-objects.ts, ObjectProbe).
+   */
+  | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number>; within?: readonly Float64Array[] }
   /** The manifest of the release at `path`, whose files link into the store `store` (release-manifest.ts). */
-  | { type: 'manifest'; id: number; path: string; store: string };
-/** `listed`: a manifest request's answer, 'gone' when there is no such release. */
-export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed; listed?: ManifestFile[] | 'gone' };
+  | { type: 'manifest'; id: number; path: string; store: string }
+  /** The inode numbers of the files of the release at `path` (release-inodes.ts). */
+  | { type: 'inodes'; id: number; path: string }
+  /** Links into the uploads `into` those of the uploads at `path` that are among `objects` (digest to size), at their size. */
+  | { type: 'share'; id: number; path: string; into: string; objects: ReadonlyMap<string, number> };
+/**
+ * `listed`: a manifest request's answer, 'gone' when there is no such release; `inodes`, an
+ * inodes request's (sorted), 'gone' likewise; `shared`, the digests a share linked.
+ */
+export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed; listed?: ManifestFile[] | 'gone'; inodes?: Float64Array | 'gone'; shared?: string[] };
 export type Probed = { missing: string[]; wrongSize: string[] };
 
 /** Each thread's workerData: its end of the channel between the unpack and writer threads. */

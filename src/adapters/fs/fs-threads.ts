@@ -146,10 +146,25 @@ export class FsThreads {
     await this.ask({ type: 'adopt', path: fresh, into: store });
   }
 
-  /** Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size. */
-  async probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>): Promise<Probed> {
-    const answer = await this.ask({ type: 'probe', path: store, uploads, objects });
+  /**
+   * Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size;
+   * with `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (store-objects.ts, ObjectProbe).
+   */
+  async probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>, within?: readonly Float64Array[]): Promise<Probed> {
+    const answer = await this.ask({ type: 'probe', path: store, uploads, objects, ...(within && { within }) });
     return answer.probed ?? { missing: [], wrongSize: [] };
+  }
+
+  /** The inode numbers of the files of the release at `release`, sorted; undefined if there is no such release. */
+  async releaseInodes(release: string): Promise<Float64Array | undefined> {
+    const { inodes } = await this.ask({ type: 'inodes', path: release });
+    return inodes === 'gone' ? undefined : inodes;
+  }
+
+  /** Links into the uploads `into` what the uploads `from` hold of `objects` (digest to size); returns the digests linked. */
+  async shareUploads(from: string, into: string, objects: ReadonlyMap<string, number>): Promise<string[]> {
+    const { shared } = await this.ask({ type: 'share', path: from, into, objects });
+    return shared ?? [];
   }
 
   /** The manifest of the release at `release`, whose files link into `store`; undefined if there is no such release. */

@@ -1,4 +1,4 @@
-import { readdir, readlink, rename, stat, unlink } from 'node:fs/promises';
+import { readdir, readlink, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ReleaseStore } from '../../application/ports/release-store.js';
@@ -9,7 +9,7 @@ import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
-import { DeploysTree, isMissing } from './deploys-tree.js';
+import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
 import { fsyncDirectory, mkdirDurable } from './durability.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
@@ -159,20 +159,5 @@ export class NodeReleaseStore implements ReleaseStore {
     }
     await this.tree.collectAndMigrateEveryStore();
     return removed;
-  }
-}
-
-/**
- * What tells a release directory from another made under the same path: a release never
- * changes once committed, but one removed (by any replica) and committed again under the
- * same id is another directory, with another inode and ctime. Undefined if there is none.
- */
-async function directoryIdentity(dir: string): Promise<string | undefined> {
-  try {
-    const info = await stat(dir, { bigint: true });
-    return `${info.dev}:${info.ino}:${info.ctimeNs}`;
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
   }
 }

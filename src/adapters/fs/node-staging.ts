@@ -2,6 +2,7 @@ import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { StagedRelease, Staging } from '../../application/ports/staging.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import type { ProjectScope } from '../../domain/deploy-session.js';
 import { DeployAborted } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
@@ -11,6 +12,7 @@ import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from './arch
 import { DeploysTree, type StagingArea } from './deploys-tree.js';
 import { syncFilesystem } from './durability.js';
 import { ManifestMemory } from './manifest-memory.js';
+import { ProjectContent } from './project-content.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
@@ -37,6 +39,13 @@ interface Prepared {
   readonly stop: AbortController;
   /** Counts the area out of PREPARED_AT_ONCE: once handed to a publish, or thrown away. */
   readonly done: () => void;
+}
+
+/** Whether a prepared first part linked any of the objects `these` flags (it linked all it neither deferred nor missed). */
+function linkedAny(ahead: Ahead, manifest: PackedManifest, these: Uint8Array): boolean {
+  const left = ahead.deferred.slice();
+  flag(left, manifest, ahead.built.missing);
+  return these.some((flagged, index) => flagged === 1 && left[index] !== 1);
 }
 
 /** Sets the flags (by object index) of the objects `digests`. */
@@ -67,6 +76,7 @@ export class NodeStaging implements Staging {
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
     @inject(LOGGER) private readonly logger: Logger,
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
+    @inject(ProjectContent) private readonly content: ProjectContent,
   ) {}
 
   /** By session: releases being prepared, or prepared, until their assemble or forgetPrepared. */
@@ -82,27 +92,36 @@ export class NodeStaging implements Staging {
     });
   }
 
-  async assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease> {
+  async assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {
     const prepared = this.prepared.get(session);
     this.prepared.delete(session);
     // Finished if it was prepared for this user and manifest and its first part was
     // built; otherwise thrown away, and the release built whole.
     const usable = prepared?.user === user && prepared.manifest.packed.equals(manifest.packed);
     if (prepared && !usable) prepared.stop.abort();
-    const ahead = usable ? await prepared.ahead.catch(() => undefined) : undefined;
-    if (prepared && !ahead) await this.throwAwayPrepared(prepared);
-    prepared?.done();
+    let ahead: Ahead | undefined;
+    let uploadsOnly: Uint8Array | undefined;
+    try {
+      // Asked now, not at the open: what the project held then may have gone since.
+      uploadsOnly = scope && (await this.outsideProject(user, scope, manifest));
+      ahead = usable ? await prepared.ahead.catch(() => undefined) : undefined;
+    } finally {
+      // A first part that linked from the store an object the project no longer holds is not the key's to finish.
+      if (ahead && uploadsOnly && linkedAny(ahead, manifest, uploadsOnly)) ahead = undefined;
+      if (prepared && !ahead) await this.throwAwayPrepared(prepared);
+      prepared?.done();
+    }
     const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) });
     const staged = ahead
       ? await this.fill(user, 'assemble', ahead.area, async (area) => {
           // The files ahead left: those whose objects were uploading, and those it did not find.
           const wanted = ahead.deferred;
           flag(wanted, manifest, ahead.built.missing);
-          await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted });
+          await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted }, undefined, uploadsOnly);
           return { files: ahead.built.files, bytes: ahead.built.bytes, logged: { session, preparedMs: ahead.ms } };
         })
       : await this.fill(user, 'assemble', undefined, async (area) => {
-          const built = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod);
+          const built = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, undefined, undefined, uploadsOnly);
           return { files: built.files, bytes: built.bytes, logged: { session } };
         });
     this.manifests.stage(staged.handle, manifest);
@@ -162,6 +181,15 @@ export class NodeStaging implements Staging {
 
   removeLeftovers(): Promise<string[]> {
     return this.tree.removeStagingAreas();
+  }
+
+  /** By object index, 1 for each object of the manifest the project's releases do not hold: a deploy key's session takes those from its uploads alone. */
+  private async outsideProject(user: Username, scope: ProjectScope, manifest: PackedManifest): Promise<Uint8Array> {
+    const { missing, wrongSize } = await this.content.probe(user, scope.project, undefined, new Map(manifest.objects()));
+    const outside = new Uint8Array(manifest.objectCount);
+    flag(outside, manifest, missing);
+    flag(outside, manifest, wrongSize);
+    return outside;
   }
 
   /** The first part of a prepared assembly: the directories, and the files the store has, in an area of its own. */

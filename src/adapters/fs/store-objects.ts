@@ -1,6 +1,7 @@
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from './object-names.js';
+import { includes } from './release-inodes.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -217,6 +218,12 @@ export class ObjectAdoption extends StoreWalk {
  * is had if the store or the session's uploads hold a file of that name and size. One
  * the store holds at another size than the manifest gives is a lie about the size (the
  * name fixes the bytes), which the manifest's check reports.
+ *
+ * `within` (a deploy key's session, project-content.ts): the store answers only for an
+ * object whose inode one of these sorted lists holds (its project's releases' files);
+ * any other is missing, and no size is held against it. Every object then costs the same
+ * lookups, uploads first, whether the store holds it or not, and the missing are listed
+ * in the order looked at, whichever the reason.
  */
 export class ObjectProbe {
   private readonly pending: [string, number][];
@@ -227,6 +234,7 @@ export class ObjectProbe {
     private readonly store: string,
     private readonly uploads: string | undefined,
     objects: ReadonlyMap<string, number>,
+    private readonly within?: readonly Float64Array[],
   ) {
     this.pending = [...objects];
   }
@@ -235,27 +243,87 @@ export class ObjectProbe {
     for (let left = budget; left > 0; left -= 1) {
       const next = this.pending.pop();
       if (next === undefined) return true;
-      const [digest, size] = next;
-      const stored = objectSize(join(this.store, objectPath(digest)));
-      if (stored !== undefined) {
-        if (stored !== size) this.wrongSize.push(digest);
-        continue;
-      }
-      // An upload of another size is one a crash cut short (only a size the manifest
-      // agreed to is ever taken): asked for again, not held against the manifest.
-      const uploaded = this.uploads === undefined ? undefined : objectSize(join(this.uploads, objectPath(digest)));
-      if (uploaded !== size) this.missing.push(digest);
+      if (this.within) this.lookWithin(next[0], next[1], this.within);
+      else this.look(next[0], next[1]);
     }
     return this.pending.length === 0;
   }
+
+  private look(digest: string, size: number): void {
+    const stored = objectInfo(join(this.store, objectPath(digest)));
+    if (stored !== undefined) {
+      if (stored.size !== size) this.wrongSize.push(digest);
+      return;
+    }
+    // An upload of another size is one a crash cut short (only a size the manifest
+    // agreed to is ever taken): asked for again, not held against the manifest.
+    if (this.uploaded(digest) !== size) this.missing.push(digest);
+  }
+
+  private lookWithin(digest: string, size: number, within: readonly Float64Array[]): void {
+    if (this.uploaded(digest) === size) return;
+    const stored = objectInfo(join(this.store, objectPath(digest)));
+    // Searched for whether or not the store holds it (-1 is no inode), so that one held for
+    // another project costs what an absent one does. Beyond 2^53 an inode number would not
+    // compare exactly: never the project's, so asked for.
+    const inode = stored !== undefined && Number.isSafeInteger(stored.ino) ? stored.ino : -1;
+    const ours = within.some((inodes) => includes(inodes, inode));
+    if (!ours || stored === undefined) this.missing.push(digest);
+    else if (stored.size !== size) this.wrongSize.push(digest);
+  }
+
+  private uploaded(digest: string): number | undefined {
+    return this.uploads === undefined ? undefined : objectInfo(join(this.uploads, objectPath(digest)))?.size;
+  }
 }
 
-function objectSize(path: string): number | undefined {
-  try {
-    const info = lstatSync(path);
-    return info.isFile() ? info.size : undefined;
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
+/**
+ * Links into another session's uploads (`into`) what one session uploaded (the walk's
+ * root) of `objects`, at the size given: a deploy key's new session keeps its earlier
+ * sessions' uploads (issue 26, point 5), whatever becomes of those sessions.
+ */
+export class UploadSharing extends StoreWalk {
+  readonly shared: string[] = [];
+
+  constructor(
+    from: string,
+    private readonly into: string,
+    private readonly objects: ReadonlyMap<string, number>,
+  ) {
+    super(from);
   }
+
+  protected enter(shard: string): string[] {
+    return isShard(shard) ? listed(join(this.root, shard)) : [];
+  }
+
+  protected visit(shard: string, name: string): void {
+    const digest = digestOfEntry(shard, name);
+    const size = digest === undefined ? undefined : this.objects.get(digest);
+    const from = join(this.root, shard, name);
+    if (size === undefined || objectInfo(from)?.size !== size) return;
+    const to = join(this.into, objectPath(digest!));
+    try {
+      linkSync(from, to);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return;
+      if (code !== 'ENOENT') throw error;
+      mkdirSync(dirname(to), { recursive: true, mode: 0o755 });
+      try {
+        linkSync(from, to);
+      } catch (again) {
+        // Gone meanwhile: that session's uploads were removed.
+        if ((again as NodeJS.ErrnoException).code !== 'ENOENT') throw again;
+        return;
+      }
+    }
+    this.shared.push(digest!);
+  }
+}
+
+/** A file's size and inode; undefined if there is none (ENOENT) or it is not a file. */
+function objectInfo(path: string): { size: number; ino: number } | undefined {
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  return info?.isFile() ? info : undefined;
 }

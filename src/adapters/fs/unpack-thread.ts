@@ -420,6 +420,8 @@ class Assembly extends WriterJob {
     chmod: boolean,
     manifest: PackedManifest,
     private readonly part: AssemblyPart | undefined,
+    /** By object index, 1: an object a deploy key's session may take only from its uploads. */
+    private readonly uploadsOnly: Uint8Array | undefined,
   ) {
     super(id, root, objects, chmod, { name: 'entries' });
     this.files = manifest.files();
@@ -436,12 +438,12 @@ class Assembly extends WriterJob {
     const part = this.part;
     if (part?.kind === 'rest') {
       // The directories and the empty files were made ahead.
-      if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest);
+      if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
       return;
     }
     for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
     if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
-    else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest);
+    else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
   }
 
   protected stop(): void {
@@ -476,7 +478,7 @@ main.on('message', (message: ToUnpacker) => {
     return;
   }
   if (message.type === 'assemble') {
-    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest), message.part));
+    jobs.set(message.job, new Assembly(message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest), message.part, message.uploadsOnly));
     return;
   }
   const job = jobs.get(message.job);

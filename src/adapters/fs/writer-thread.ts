@@ -11,10 +11,11 @@ import { closeSync, constants, copyFileSync, fchmodSync, linkSync, mkdirSync, op
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
-import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
 import { first30BitsOfName, isShard, legacyObjectPath, NAME_LENGTH, objectPath } from './object-names.js';
+import { ReleaseInodesWalk } from './release-inodes.js';
 import { ReleaseManifestWalk } from './release-manifest.js';
-import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe } from './store-objects.js';
+import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe, UploadSharing } from './store-objects.js';
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
 import { TreeRemoval } from './tree-removal.js';
@@ -71,14 +72,14 @@ class Target {
     let at = 0;
     while (at < batch.length) {
       const op = batch[at]!;
-      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK) {
+      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK || op === OP_LINK_UPLOADED) {
         const length = view.getUint16(at + 1);
         const path = `${this.root}/${utf8.decode(batch.subarray(at + 3, at + 3 + length))}`;
         at += 3 + length;
         if (op === OP_MKDIR) this.mkdir(path);
         else if (op === OP_CREATE) this.create(path);
-        else if (op === OP_LINK) {
-          this.linkObject(path, batch.subarray(at, at + DIGEST_BYTES));
+        else if (op === OP_LINK || op === OP_LINK_UPLOADED) {
+          this.linkObject(path, batch.subarray(at, at + DIGEST_BYTES), op === OP_LINK);
           at += DIGEST_BYTES;
         } else {
           const digest = batch.subarray(at, at + DIGEST_BYTES);
@@ -160,9 +161,11 @@ class Target {
 
   /**
    * A file of an incremental deploy, from bytes the user already has: the store's, or
-   * the session's uploads (which then become new objects, as a written file does).
+   * the session's uploads (which then become new objects, as a written file does). Not
+   * `fromStore`: a deploy key's object its project does not hold, which only the session's
+   * uploads may give (this job's new objects are those uploads).
    */
-  private linkObject(path: string, digest: Uint8Array): void {
+  private linkObject(path: string, digest: Uint8Array, fromStore: boolean): void {
     // Once missing, missing for the whole job: an object that came back midway would
     // leave some of its files linked and some not, and the second part of a prepared
     // assembly, which links every file of an object this one missed, would find those
@@ -170,7 +173,8 @@ class Target {
     if (this.missing.size > 0 && this.missing.has(Buffer.from(digest).toString('hex'))) return;
     const name = objectPath(digest);
     if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
-    if (linkOrCopy(`${this.objects.store}/${name}`, path)) return;
+    const store = fromStore ? this.objects.store : undefined;
+    if (store !== undefined && linkOrCopy(`${store}/${name}`, path)) return;
     const uploads = this.objects.uploads;
     if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
       this.keepAsNew(path, name, digest);
@@ -179,7 +183,7 @@ class Target {
     // A store start-up has not renamed yet (object-names.ts) holds it under its old
     // name: a release relative to a base of before the upgrade links its files from there.
     // Looked for last, so that only an object about to be reported missing costs the look.
-    if (linkOrCopy(`${this.objects.store}/${legacyObjectPath(digest)}`, path)) return;
+    if (store !== undefined && linkOrCopy(`${store}/${legacyObjectPath(digest)}`, path)) return;
     this.missing.add(Buffer.from(digest).toString('hex'));
   }
 
@@ -206,11 +210,13 @@ class Target {
     this.added.add(digest);
   }
 
-  /** Links the object `name` as `path`, from this job's new objects or the store, if either has it. */
+  /** Links the object `name` as `path`, from this job's new objects or the store (if the job has one), if either has it. */
   private linkShared(name: string, digest: Uint8Array, path: string): boolean {
     if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
-    this.stored ??= listStore(this.objects.store);
-    return this.stored.has(digest) && linkIfThere(`${this.objects.store}/${name}`, path);
+    const store = this.objects.store;
+    if (store === undefined) return false;
+    this.stored ??= listStore(store);
+    return this.stored.has(digest) && linkIfThere(`${store}/${name}`, path);
   }
 
   /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
@@ -351,14 +357,14 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-type Work = TreeRemoval | ObjectCollection | ObjectNameMigration | ObjectAdoption | ObjectProbe | ReleaseManifestWalk;
+type Work = TreeRemoval | ObjectCollection | ObjectNameMigration | ObjectAdoption | ObjectProbe | ReleaseManifestWalk | ReleaseInodesWalk | UploadSharing;
 
 /**
  * Removals, collections, adoptions and probes in the order asked, the first one in
- * progress; and, in a lane of their own, the walks that derive a release's manifest. A
- * walk's cost grows with the user's whole store and any client with a token can ask for
- * one, so the two lanes take turns, a step each: a commit's adoption never waits for
- * walks to finish, only for one step of one.
+ * progress; and, in a lane of their own, the walks that derive a release's manifest or
+ * its files' inodes. A walk's cost grows with the user's store or a project's releases,
+ * and any client with a token can ask for one, so the two lanes take turns, a step each:
+ * a commit's adoption never waits for walks to finish, only for one step of one.
  */
 const queued: { id: number; removal: Work }[] = [];
 const walks: { id: number; removal: Work }[] = [];
@@ -376,10 +382,13 @@ function removeSome(): void {
   let answer: Removed | undefined;
   try {
     const { removal } = current;
-    if (removal.step(removal instanceof ObjectProbe || removal instanceof ReleaseManifestWalk ? PROBE_STEP : REMOVAL_STEP)) {
+    const lookups = removal instanceof ObjectProbe || removal instanceof ReleaseManifestWalk || removal instanceof ReleaseInodesWalk;
+    if (removal.step(lookups ? PROBE_STEP : REMOVAL_STEP)) {
       answer = { type: 'removed', id: current.id };
       if (removal instanceof ObjectProbe) answer.probed = { missing: removal.missing, wrongSize: removal.wrongSize };
       if (removal instanceof ReleaseManifestWalk) answer.listed = removal.manifest ?? 'gone';
+      if (removal instanceof ReleaseInodesWalk) answer.inodes = removal.result ?? 'gone';
+      if (removal instanceof UploadSharing) answer.shared = removal.shared;
     }
   } catch (error) {
     answer = { type: 'removed', id: current.id, error: (error as Error).message };
@@ -397,20 +406,24 @@ function workFor(message: RemoveRequest): Work {
     case 'adopt':
       return new ObjectAdoption(message.path, message.into);
     case 'probe':
-      return new ObjectProbe(message.path, message.uploads, message.objects);
+      return new ObjectProbe(message.path, message.uploads, message.objects, message.within);
     case 'collect':
       return new ObjectCollection(message.path);
     case 'migrate':
       return new ObjectNameMigration(message.path);
     case 'manifest':
       return new ReleaseManifestWalk(message.path, message.store);
+    case 'inodes':
+      return new ReleaseInodesWalk(message.path);
+    case 'share':
+      return new UploadSharing(message.path, message.into, message.objects);
     default:
       return new TreeRemoval(message.path);
   }
 }
 
 main.on('message', (message: RemoveRequest) => {
-  (message.type === 'manifest' ? walks : queued).push({ id: message.id, removal: workFor(message) });
+  (message.type === 'manifest' || message.type === 'inodes' ? walks : queued).push({ id: message.id, removal: workFor(message) });
   if (!removing) {
     removing = true;
     setImmediate(removeSome);

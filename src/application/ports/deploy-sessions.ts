@@ -49,6 +49,8 @@ export interface DeploySessions {
   close(id: string): Promise<boolean>;
   /** The ids of sessions expired at `now`. */
   expired(now: Date): Promise<string[]>;
+  /** The ids of the sessions the deploy key opened that are unexpired at `now`. */
+  openedBy(keyId: string, now: Date): Promise<string[]>;
   /** Which of `ids` are sessions still open (expired or not). */
   stillOpen(ids: readonly string[]): Promise<Set<string>>;
   removeUser(user: Username): Promise<void>;

@@ -1,5 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
+import type { ProjectScope } from '../../domain/deploy-session.js';
 import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
@@ -28,9 +29,11 @@ export interface Staging {
   /**
    * Builds the manifest's files in a fresh staging area from the user's store and the session's
    * uploads (SessionObjects). Throws ObjectsMissing, leaving nothing, when some object
-   * is in neither.
+   * is in neither. With `scope` (a deploy key's session), only objects the project's
+   * releases hold come from the store, whatever was prepared; any other must be among
+   * the session's uploads.
    */
-  assemble(user: Username, session: string, manifest: PackedManifest): Promise<StagedRelease>;
+  assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease>;
   /**
    * Starts building the session's release now, while its `missing` objects upload, from
    * what the user's store holds: the session's assemble then only adds what came since.
