@@ -49,7 +49,7 @@ export class NodeSessionObjects implements SessionObjects {
       // Not linked from the user's store, even where it holds the same bytes: each object
       // is written as the session's own, so that what this answers for stays with the
       // session until its publish or its end, whatever the store's collection does
-      // meanwhile (issue 26, point 9). A re-sent object replaces one a crash cut short.
+      // meanwhile. A re-sent object replaces one a crash cut short.
       const objects = { fresh: area.fresh };
       const limits = { maxFiles: expected.objectCount, maxBytes: expected.objectBytes() };
       const extracted = await this.extractor.extract(batch, area.dir, objects, limits, area.chmod, signal, expected).catch((error: unknown) => {

@@ -17,7 +17,7 @@ import { ProjectInodes } from './project-inodes.js';
 export const REMEMBERED_INODES_BYTES_MAX = 8 * 1024 * 1024;
 
 /**
- * Which objects of a user's store a project's releases hold (issue 26, point 5). A
+ * Which objects of a user's store a project's releases hold, for a deploy key's session. A
  * release's files are hard links into the store, so an object is the project's if its
  * inode is one of a release's files': live, older, or a preview's (all under the
  * project's directory). Each release's inodes are listed once (a walk of its files on the

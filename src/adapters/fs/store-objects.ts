@@ -280,7 +280,7 @@ export class ObjectProbe {
 /**
  * Links into another session's uploads (`into`) what one session uploaded (the walk's
  * root) of `objects`, at the size given: a deploy key's new session keeps its earlier
- * sessions' uploads (issue 26, point 5), whatever becomes of those sessions.
+ * sessions' uploads, whatever becomes of those sessions.
  */
 export class UploadSharing extends StoreWalk {
   readonly shared: string[] = [];
