@@ -56,7 +56,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
-    settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds },
+    settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds, uploadStallSeconds: config.uploadStallSeconds },
     createUser: container.get(CreateOrRerollUser),
     deleteUser: container.get(DeleteUser),
     authenticate: container.get(AuthenticateUser),

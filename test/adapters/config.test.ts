@@ -36,6 +36,7 @@ describe('loadConfig', () => {
       deploysMaxConcurrent: 2,
       deploysMaxQueued: 64,
       uploadIdleSeconds: 30,
+      uploadStallSeconds: 5,
     });
   });
 
@@ -51,6 +52,11 @@ describe('loadConfig', () => {
   it('reads the deploy queue and the upload idle time; 0 queues nothing, 0 never times out', () => {
     const c = loadConfig({ DEPLOYS_MAX_CONCURRENT: '1', DEPLOYS_MAX_QUEUED: '0', UPLOAD_IDLE_SECONDS: '0' });
     expect([c.deploysMaxConcurrent, c.deploysMaxQueued, c.uploadIdleSeconds]).toEqual([1, 0, 0]);
+  });
+
+  it('reads the upload stall time on its own; 0 never takes a slot back', () => {
+    expect(loadConfig({ UPLOAD_STALL_SECONDS: '2' })).toMatchObject({ uploadStallSeconds: 2, uploadIdleSeconds: 30 });
+    expect(loadConfig({ UPLOAD_STALL_SECONDS: '0', UPLOAD_IDLE_SECONDS: '0' })).toMatchObject({ uploadStallSeconds: 0, uploadIdleSeconds: 0 });
   });
 
   it('derives the roots from DATA_DIR and strips a trailing slash from PUBLIC_BASE', () => {
@@ -87,6 +93,10 @@ describe('loadConfig', () => {
     ['DEPLOYS_MAX_QUEUED', '-1'],
     ['UPLOAD_IDLE_SECONDS', '2.5'],
     ['UPLOAD_IDLE_SECONDS', '3601'],
+    ['UPLOAD_STALL_SECONDS', '1.5'],
+    ['UPLOAD_STALL_SECONDS', '-1'],
+    ['UPLOAD_STALL_SECONDS', '3601'],
+    ['UPLOAD_STALL_SECONDS', 'soon'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

@@ -18,16 +18,16 @@ describe('DeploySlots', () => {
     const d = slots.acquire('u', never).then((r) => (order.push('d'), r));
     expect(slots.waiting).toBe(2);
     expect(await settled(c)).toBe('pending');
-    b();
-    b(); // a second call gives nothing back again
+    b.release();
+    b.release(); // a second call gives nothing back again
     expect(await settled(c)).toBe('granted');
     expect(await settled(d)).toBe('pending');
-    a();
+    a.release();
     await d;
     expect(order).toEqual(['c', 'd']);
     expect(slots.waiting).toBe(0);
-    (await c)();
-    (await d)();
+    (await c).release();
+    (await d).release();
     // all four back: two fresh ones are granted at once
     await slots.acquire('u', never);
     await slots.acquire('u', never);
@@ -43,19 +43,19 @@ describe('DeploySlots', () => {
       slots.acquire('other', never).then((r) => (order.push('other 1'), r)),
       slots.acquire('other', never).then((r) => (order.push('other 2'), r)),
     ];
-    hog[0]!();
+    hog[0]!.release();
     await settled(queued[2]!);
     // hog holds one, other none: other's first deploy goes first, although it came later.
     expect(order).toEqual(['other 1']);
-    hog[1]!();
+    hog[1]!.release();
     await settled(queued[0]!);
     // hog holds none now and other one: hog's next deploy goes.
     expect(order).toEqual(['other 1', 'hog 3']);
-    (await queued[2]!)();
+    (await queued[2]!).release();
     await settled(queued[3]!);
     expect(order).toEqual(['other 1', 'hog 3', 'other 2']);
-    (await queued[0]!)();
-    (await queued[3]!)();
+    (await queued[0]!).release();
+    (await queued[3]!).release();
     await queued[1]!;
     expect(order).toEqual(['other 1', 'hog 3', 'other 2', 'hog 4']);
   });
@@ -66,9 +66,9 @@ describe('DeploySlots', () => {
     const order: string[] = [];
     const hog = slots.acquire('hog', never).then((r) => (order.push('hog'), r));
     const other = slots.acquire('other', never).then((r) => (order.push('other'), r));
-    first();
-    (await other)();
-    (await hog)();
+    first.release();
+    (await other).release();
+    (await hog).release();
     expect(order).toEqual(['other', 'hog']);
   });
 
@@ -83,26 +83,26 @@ describe('DeploySlots', () => {
 
   it('with no queue at all, refuses whatever finds every slot taken', async () => {
     const slots = new DeploySlots({ concurrent: 1, queued: 0, maxWaitMs: 60_000 });
-    const release = await slots.acquire('u', never);
+    const running = await slots.acquire('u', never);
     await expect(slots.acquire('u', never)).rejects.toBeInstanceOf(TooManyDeploys);
-    release();
+    running.release();
     await slots.acquire('u', never);
   });
 
   it('refuses a deploy that waited too long, and its place goes to the next', async () => {
     const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 50 });
-    const release = await slots.acquire('u', never);
+    const running = await slots.acquire('u', never);
     const first = slots.acquire('u', never);
     await expect(first).rejects.toBeInstanceOf(TooManyDeploys);
     expect(slots.waiting).toBe(0);
     const second = slots.acquire('u', never);
-    release();
+    running.release();
     expect(await settled(second)).toBe('granted');
   });
 
   it('a waiter whose client leaves is out of the queue at once; one already gone never queues', async () => {
     const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 });
-    const release = await slots.acquire('u', never);
+    const running = await slots.acquire('u', never);
     const client = new AbortController();
     const leaving = slots.acquire('u', client.signal);
     client.abort();
@@ -111,19 +111,84 @@ describe('DeploySlots', () => {
     await expect(slots.acquire('u', client.signal)).rejects.toBeInstanceOf(ClientGone);
     const next = slots.acquire('u', never);
     expect(slots.waiting).toBe(1);
-    release();
+    running.release();
     expect(await settled(next)).toBe('granted');
   });
 
   it('close() refuses every waiter and every later deploy; running ones keep their slots', async () => {
     const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
-    const release = await slots.acquire('u', never);
+    const running = await slots.acquire('u', never);
     const waiters = [slots.acquire('u', never), slots.acquire('u', never)];
     slots.close();
     for (const w of waiters) await expect(w).rejects.toBeInstanceOf(ServiceStopping);
     expect(slots.waiting).toBe(0);
     await expect(slots.acquire('u', never)).rejects.toBeInstanceOf(ServiceStopping);
-    release();
+    running.release();
+  });
+
+  it('a quiet holder keeps its slot while nobody waits, and loses it to the first deploy that does, the same user\'s or not', async () => {
+    const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const stalled = await slots.acquire('u', never);
+    stalled.quiet(true);
+    expect(stalled.revoked.aborted).toBe(false);
+    const next = slots.acquire('u', never);
+    expect(stalled.revoked.aborted).toBe(true);
+    // Taken back, it is still held until its work gives up and releases it.
+    expect(await settled(next)).toBe('pending');
+    stalled.release();
+    expect(await settled(next)).toBe('granted');
+  });
+
+  it('a holder that goes quiet while deploys wait loses its slot at once; one that moves again first keeps it', async () => {
+    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000 });
+    const moving = await slots.acquire('u', never);
+    const stalling = await slots.acquire('u', never);
+    moving.quiet(true);
+    moving.quiet(false);
+    const waiting = slots.acquire('u', never);
+    expect(moving.revoked.aborted).toBe(false);
+    stalling.quiet(true);
+    expect(stalling.revoked.aborted).toBe(true);
+    expect(moving.revoked.aborted).toBe(false);
+    stalling.release();
+    (await waiting).release();
+    moving.release();
+  });
+
+  it('takes back one quiet holder per waiting deploy, the longest quiet first', async () => {
+    const slots = new DeploySlots({ concurrent: 3, queued: 5, maxWaitMs: 60_000 });
+    const [a, b, c] = [await slots.acquire('u', never), await slots.acquire('u', never), await slots.acquire('u', never)];
+    b.quiet(true);
+    a.quiet(true);
+    c.quiet(true);
+    const first = slots.acquire('v', never);
+    expect([a, b, c].map((s) => s.revoked.aborted)).toEqual([false, true, false]);
+    // b's slot is coming free for the first waiter; a second waiter takes a's.
+    const second = slots.acquire('v', never);
+    expect([a, b, c].map((s) => s.revoked.aborted)).toEqual([true, true, false]);
+    b.release();
+    a.release();
+    expect([await settled(first), await settled(second)]).toEqual(['granted', 'granted']);
+    // Nobody waits now: c, quiet all along, keeps its slot.
+    expect(c.revoked.aborted).toBe(false);
+  });
+
+  it('a waiter that leaves before the slot taken back for it comes free does not cost another quiet holder its slot', async () => {
+    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000 });
+    const [a, b] = [await slots.acquire('u', never), await slots.acquire('u', never)];
+    a.quiet(true);
+    const client = new AbortController();
+    const leaving = slots.acquire('u', client.signal);
+    expect(a.revoked.aborted).toBe(true);
+    client.abort();
+    await expect(leaving).rejects.toBeInstanceOf(ClientGone);
+    b.quiet(true);
+    const next = slots.acquire('u', never);
+    // a's slot is still coming free, and will go to `next`: b keeps its own.
+    expect(b.revoked.aborted).toBe(false);
+    a.release();
+    expect(await settled(next)).toBe('granted');
+    b.release();
   });
 
   it('a refusal carries a Retry-After in seconds', () => {

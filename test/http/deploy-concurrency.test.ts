@@ -24,7 +24,9 @@ import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore } from '../application/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { slowUpload, until, type SlowUpload } from '../support/slow-upload.js';
+import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';
+import { sha256 } from '../support/store.js';
+import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'flood-admin-token-0123456789abcdefghijk';
 const STALLED = 'upload stalled: no data received for 1 s';
@@ -61,10 +63,11 @@ async function deploy(url: string, token: string, project: string, archive: Buff
   return { status: r.status, body: (await r.json()) as Record<string, string>, retryAfter: r.headers.get('retry-after') };
 }
 
-async function waitingDeploys(url: string): Promise<number> {
+async function gauge(url: string, name: string): Promise<number> {
   const r = await fetch(`${url}/api/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
-  return Number(/^sitedrop_deploys_waiting (\d+)$/m.exec(await r.text())?.[1]);
+  return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await r.text())?.[1]);
 }
+const waitingDeploys = (url: string): Promise<number> => gauge(url, 'sitedrop_deploys_waiting');
 
 function levels(pid: number): { threads: number; fds: number } {
   const threads = Number(/^Threads:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
@@ -72,7 +75,7 @@ function levels(pid: number): { threads: number; fds: number } {
 }
 
 /** An answered slow upload: its connection is dropped so it holds nothing afterwards. */
-async function answerOf(upload: SlowUpload): Promise<{ status: number; body: Record<string, unknown> }> {
+async function answerOf(upload: Pick<SlowUpload, 'req' | 'response'>): Promise<{ status: number; body: Record<string, unknown> }> {
   try {
     return await upload.response;
   } finally {
@@ -265,6 +268,101 @@ describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX
   });
 });
 
+describe('a slot belongs to an upload that moves (child service, DEPLOYS_MAX_CONCURRENT=1, UPLOAD_STALL_SECONDS=2, UPLOAD_IDLE_SECONDS=6)', () => {
+  const QUIET = 'upload stalled: no data received for 2 s';
+  const IDLE = 'upload stalled: no data received for 6 s';
+  let s: Awaited<ReturnType<typeof service>>;
+  let token: string;
+  const open: SlowUpload[] = [];
+  const stalledSite = versionedSite('stalled', 300, 256);
+  /** An upload that sends half its body and then nothing. */
+  const stall = (project: string): SlowUpload => {
+    const upload = slowUpload(s.child.url, token, project, stalledSite, Math.floor(stalledSite.length / 2));
+    open.push(upload);
+    return upload;
+  };
+  const published = async (project: string, files: number) => releaseVersion(await readlink(join(s.dataDir, `docs/shared/${project}`)), files);
+
+  beforeAll(async () => {
+    s = await service({ DEPLOYS_MAX_CONCURRENT: '1', DEPLOYS_MAX_QUEUED: '100', UPLOAD_STALL_SECONDS: '2', UPLOAD_IDLE_SECONDS: '6' });
+    // One user, as a CI runner sharing its key with the next pipeline: fairness by user cannot help.
+    token = await createUser(s.child.url, 'shared');
+  });
+  afterEach(async () => {
+    for (const upload of open.splice(0)) upload.req.destroy();
+    await until(async () => s.staging().length === 0 && (await waitingDeploys(s.child.url)) === 0, 'the service to settle');
+  });
+
+  it('stalled uploads first, then honest deploys with the same token: the stalled ones lose the slot, the honest ones are published', async () => {
+    const stalled = [0, 1, 2].map((i) => stall(`stalled-${i}`));
+    await until(async () => (await waitingDeploys(s.child.url)) === 2, 'two stalled uploads to wait behind the first');
+    const honest = await Promise.all([0, 1, 2, 3].map((i) => deploy(s.child.url, token, `honest-${i}`, versionedSite(`h${i}`, 20))));
+    for (const [i, r] of honest.entries()) {
+      expect(r.status).toBe(200);
+      expect(await published(`honest-${i}`, 20)).toBe(`h${i}`);
+    }
+    // Each lost the slot to a waiting deploy, UPLOAD_STALL_SECONDS after its last byte; none held it until UPLOAD_IDLE_SECONDS.
+    for (const r of await Promise.all(stalled.map(answerOf))) expect(r).toEqual({ status: 408, body: { status: 'error', error: QUIET } });
+    for (let i = 0; i < 3; i += 1) await expect(readdir(join(s.dataDir, `deploys/shared/stalled-${i}`))).rejects.toThrow(/ENOENT/);
+  }, 60_000);
+
+  it('a slow but steady upload (50 KiB/s) keeps its slot while others wait, and is published; a stalled one before it loses the slot', async () => {
+    const stalled = stall('stalled');
+    await until(() => s.staging().length === 1, 'the stalled upload to unpack');
+    // It sends nothing until its turn comes (Expect: 100-continue), then 50 KiB/s for about 4 s.
+    const steady = steadyUpload(s.child.url, token, 'steady', versionedSite('steady', 400, 512), 50 * 1024);
+    await until(async () => (await waitingDeploys(s.child.url)) === 1, 'the steady upload to wait');
+    const next = deploy(s.child.url, token, 'next', versionedSite('next', 20));
+    await until(async () => (await waitingDeploys(s.child.url)) === 2, 'a deploy to wait behind it');
+    expect(await answerOf(stalled)).toEqual({ status: 408, body: { status: 'error', error: QUIET } });
+    // Well past UPLOAD_STALL_SECONDS into the steady upload, the other deploy still waits behind it.
+    await until(() => steady.sent() > 0.8, 'the steady upload to send most of its body');
+    expect(await waitingDeploys(s.child.url)).toBe(1);
+    const answer = await answerOf(steady);
+    expect(answer).toMatchObject({ status: 200, body: { status: 'ok', project: 'steady' } });
+    expect(await published('steady', 400)).toBe('steady');
+    expect((await next).status).toBe(200);
+    expect(await published('next', 20)).toBe('next');
+  }, 60_000);
+
+  it('a stalled upload with nobody waiting keeps its slot until UPLOAD_IDLE_SECONDS; past UPLOAD_STALL_SECONDS it loses it to the first deploy that comes', async () => {
+    expect(await answerOf(stall('alone'))).toEqual({ status: 408, body: { status: 'error', error: IDLE } });
+
+    const quiet = stall('quiet');
+    let answered = false;
+    void quiet.response.then(() => (answered = true), () => (answered = true));
+    await until(() => s.staging().length === 1, 'the stalled upload to unpack');
+    // Past UPLOAD_STALL_SECONDS, short of UPLOAD_IDLE_SECONDS, with nobody waiting: it still holds the slot.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(answered).toBe(false);
+    expect(s.staging()).toHaveLength(1);
+    const comer = await deploy(s.child.url, token, 'comer', versionedSite('comer', 20));
+    expect(comer.status).toBe(200);
+    expect(await published('comer', 20)).toBe('comer');
+    expect(await answerOf(quiet)).toEqual({ status: 408, body: { status: 'error', error: QUIET } });
+  }, 60_000);
+
+  it("an incremental deploy's batch of objects that stalls loses its slot the same way, and keeps nothing", async () => {
+    const files = Array.from({ length: 40 }, () => randomBytes(4096));
+    const opened = await fetch(`${s.child.url}/api/v1/deploys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      body: JSON.stringify({ project: 'incremental', files: files.map((bytes, i) => ({ path: `f${i}.bin`, size: bytes.length, digest: sha256(bytes) })) }),
+    });
+    const { id, missing } = (await opened.json()) as { id: string; missing: string[] };
+    expect(missing).toHaveLength(40);
+    const batch = tgz(files.map((bytes) => file(sha256(bytes), bytes)));
+    const stalled = slowBatch(s.child.url, token, id, batch, Math.floor(batch.length / 2));
+    open.push(stalled);
+    await until(async () => (await gauge(s.child.url, 'sitedrop_deploys_in_flight')) === 1, 'the batch to take the slot');
+    const waiting = await deploy(s.child.url, token, 'waiting', versionedSite('waiting', 20));
+    expect(waiting.status).toBe(200);
+    expect(await answerOf(stalled)).toEqual({ status: 408, body: { status: 'error', error: QUIET } });
+    const session = await fetch(`${s.child.url}/api/v1/deploys/${id}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await session.json()) as { missing: string[] }).missing).toHaveLength(40);
+  }, 60_000);
+});
+
 /** Unpacks like the in-memory fake, but stops reading for `pauseMs` after the first chunk: a slow disk. */
 class SlowDiskStaging extends InMemoryStaging {
   constructor(
@@ -288,7 +386,7 @@ class SlowDiskStaging extends InMemoryStaging {
   }
 }
 
-describe('the idle limit counts only the time the service is asking for bytes (real HTTP, fake disk)', () => {
+describe('the idle and stall limits count only the time the service is asking for bytes (real HTTP, fake disk)', () => {
   let server: Server;
   let url: string;
   const token = 'S'.repeat(32);
@@ -304,7 +402,7 @@ describe('the idle limit counts only the time the service is asking for bytes (r
     const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100 * 1024 * 1024 } };
     const records = new InMemoryDeployRecords();
     const app = createApp({
-      settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1 },
+      settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
       authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
       deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews)),
       deploys: new DeployTracker(),
@@ -322,10 +420,12 @@ describe('the idle limit counts only the time the service is asking for bytes (r
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('a deploy held back by a slow disk for longer than UPLOAD_IDLE_SECONDS is not aborted', async () => {
+  it('a deploy held back by a slow disk for longer than UPLOAD_IDLE_SECONDS is not aborted, nor loses its slot to one that waits', async () => {
     // Far more than the socket and stream buffers hold, so the request is paused while the "disk" is busy.
-    const r = await deploy(url, token, 'site', randomBytes(8 * 1024 * 1024));
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ status: 'ok', project: 'site', username: 'slow' });
+    // Two at once with one slot: one waits while the other is held back for longer than UPLOAD_STALL_SECONDS.
+    const answers = await Promise.all(['site', 'other'].map((project) => deploy(url, token, project, randomBytes(8 * 1024 * 1024))));
+    expect(answers.map((r) => [r.status, r.body])).toEqual(
+      ['site', 'other'].map((project) => [200, expect.objectContaining({ status: 'ok', project, username: 'slow' })]),
+    );
   });
 });

@@ -46,6 +46,8 @@ export interface Config {
   readonly deploysMaxQueued: number;
   /** A deploy whose body stops arriving this long fails with 408; 0 never does. */
   readonly uploadIdleSeconds: number;
+  /** A deploy whose body stops arriving this long loses its slot (408) to any deploy that waits; 0 never does. */
+  readonly uploadStallSeconds: number;
 }
 
 export { ConfigError };
@@ -165,5 +167,9 @@ export function loadConfig(env: Env = process.env): Config {
     deploysMaxConcurrent: integer(env, 'DEPLOYS_MAX_CONCURRENT', 2, 1, 1000),
     deploysMaxQueued: integer(env, 'DEPLOYS_MAX_QUEUED', 64, 0, 100_000),
     uploadIdleSeconds: integer(env, 'UPLOAD_IDLE_SECONDS', 30, 0, 3600),
+    // 5: far above the longest silence of an honest upload under bench/flood.mjs (under
+    // 0.3 s), room for a lossy link's retransmissions, and short enough that 20 stalled
+    // uploads ahead of 50 deploys let 46 publish within 120 s (docs/performance.md, "A flood of deploys").
+    uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
   };
 }

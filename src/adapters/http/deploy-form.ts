@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { BadMultipart, type HttpError } from './http-errors.js';
-import { watchUpload, type UploadLimits } from './upload-body.js';
+import { watchUpload, type UploadLimits, type UploadSlot } from './upload-body.js';
 
 /**
  * The deploy's multipart body, read as it streams. `project` and `archive` never
@@ -21,7 +21,7 @@ export interface DeployForm {
 
 const FORM_LIMITS = { fields: 16, fieldSize: 1024, files: 4, parts: 32, headerPairs: 64 };
 
-export function readDeployForm(req: IncomingMessage, limits: UploadLimits): DeployForm {
+export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot): DeployForm {
   let settleProject!: (value: string | undefined) => void;
   let settleArchive!: (value: Readable | undefined) => void;
   let settlePreview!: (value: string | undefined) => void;
@@ -54,7 +54,7 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits): Depl
     settleArchive(undefined);
   };
   // Its events come later: `fail` never runs before `watch` is set.
-  const watch = watchUpload(req, limits, fail);
+  const watch = watchUpload(req, limits, slot, fail);
   parser.on('field', (name, value, info) => {
     // A truncated value cannot be a valid name; keep it invalid rather than shortened.
     const named = info.valueTruncated ? `${value}\u0000` : value;

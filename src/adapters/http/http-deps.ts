@@ -36,6 +36,8 @@ export interface HttpSettings {
   readonly maxFiles: number;
   /** UPLOAD_IDLE_SECONDS: a deploy whose body stops arriving this long fails; 0 never does. */
   readonly uploadIdleSeconds: number;
+  /** UPLOAD_STALL_SECONDS: a deploy whose body stops arriving this long loses its slot to one that waits; 0 never does. */
+  readonly uploadStallSeconds: number;
 }
 
 /**

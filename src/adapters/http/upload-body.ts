@@ -1,55 +1,72 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
+import type { Slot } from './deploy-slots.js';
 import { ClientGone, type HttpError, UploadStalled, UploadTooLarge } from './http-errors.js';
 
 export interface UploadLimits {
   readonly maxBytes: number;
   /** The upload fails after this long without a body byte while it is being asked for; 0 waits for ever. */
   readonly idleSeconds: number;
+  /** After this long without one, it gives its slot up to any deploy that waits; 0 never does. */
+  readonly stallSeconds: number;
 }
+
+/** The deploy slot an upload is read in, as the upload sees it. */
+export type UploadSlot = Pick<Slot, 'quiet' | 'revoked'>;
 
 /**
  * Watches an upload's body as it streams: past `maxBytes` it is too large, a client
  * that hangs up is gone, and one silent for `idleSeconds` while the body is wanted has
- * stalled. Each calls `fail` once; `stop` ends the watching.
+ * stalled. Silent for `stallSeconds`, it tells `slot` it is quiet, and has stalled as
+ * soon as the slot is taken back for a deploy that waits. Each failure calls `fail`
+ * once; `stop` ends the watching.
  */
-export function watchUpload(req: IncomingMessage, limits: UploadLimits, fail: (error: HttpError) => void): { stop(): void } {
-  let idle: NodeJS.Timeout | undefined;
+export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void } {
+  const timers: NodeJS.Timeout[] = [];
   let stopped = false;
+  const onRevoked = (): void => failOnce(new UploadStalled(limits.stallSeconds));
+  const stop = (): void => {
+    stopped = true;
+    for (const timer of timers) clearTimeout(timer);
+    slot.revoked.removeEventListener('abort', onRevoked);
+    slot.quiet(false);
+  };
   const failOnce = (error: HttpError): void => {
     if (stopped) return;
-    stopped = true;
-    clearTimeout(idle);
+    stop();
     fail(error);
   };
+  // Silence counts only while the body is wanted. When the unpacking falls behind (a slow
+  // disk), the pipe pauses the request: the client is waiting for us, not stalled, and
+  // its clocks start afresh when the pipe resumes it.
+  const afterSilence = (seconds: number, then: () => void): void => {
+    if (seconds > 0) timers.push(setTimeout(() => !req.isPaused() && then(), seconds * 1000));
+  };
+  afterSilence(limits.idleSeconds, () => failOnce(new UploadStalled(limits.idleSeconds)));
+  afterSilence(limits.stallSeconds, () => slot.quiet(true));
+  const moving = (): void => {
+    for (const timer of timers) timer.refresh();
+    slot.quiet(false);
+  };
+  slot.revoked.addEventListener('abort', onRevoked, { once: true });
+
   let received = 0;
   req.on('data', (chunk: Buffer) => {
     received += chunk.length;
     if (received > limits.maxBytes) failOnce(new UploadTooLarge());
-    idle?.refresh();
+    if (!stopped) moving();
+  });
+  req.on('resume', () => {
+    if (!stopped && !req.complete) moving();
   });
   req.on('close', () => {
-    clearTimeout(idle);
-    if (!req.complete) failOnce(new ClientGone());
+    if (stopped) return;
+    if (req.complete) stop();
+    else failOnce(new ClientGone());
   });
-  req.on('end', () => clearTimeout(idle));
-  if (limits.idleSeconds > 0) {
-    // Silence counts only while the body is wanted. When the unpacking falls behind (a slow
-    // disk), the pipe pauses the request: the client is waiting for us, not stalled, and
-    // its clock starts afresh when the pipe resumes it.
-    idle = setTimeout(() => {
-      if (!req.isPaused()) failOnce(new UploadStalled(limits.idleSeconds));
-    }, limits.idleSeconds * 1000);
-    req.on('resume', () => {
-      if (!stopped && !req.complete) idle?.refresh();
-    });
-  }
-  return {
-    stop: () => {
-      stopped = true;
-      clearTimeout(idle);
-    },
-  };
+  // The whole body is in: nothing more to wait for, and the slot is the unpacking's.
+  req.on('end', () => !stopped && stop());
+  return { stop };
 }
 
 /**
@@ -57,10 +74,10 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, fail: (e
  * objects), under the same limits as a deploy's file part. A failure ends `body` with
  * it and is reported through `failure()`, which outranks what it then caused downstream.
  */
-export function readUploadBody(req: IncomingMessage, limits: UploadLimits): { body: Readable; failure(): HttpError | undefined } {
+export function readUploadBody(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot): { body: Readable; failure(): HttpError | undefined } {
   const body = new PassThrough({ highWaterMark: 64 * 1024 });
   let failed: HttpError | undefined;
-  const watch = watchUpload(req, limits, (error) => {
+  const watch = watchUpload(req, limits, slot, (error) => {
     failed = error;
     req.unpipe(body);
     body.destroy(error);

@@ -9,7 +9,7 @@ import { UploadTooLarge } from '../http-errors.js';
 import { continueIfExpected, declaredLength, fallback, methodNotAllowed } from '../middleware.js';
 import { jsonObject, optionalString } from '../request-body.js';
 import { readUploadBody } from '../upload-body.js';
-import { deployedAnswer, inDeploySlot } from './deploy.js';
+import { deployedAnswer, inDeploySlot, uploadLimits } from './deploy.js';
 
 const sessionParam = (req: Request): string => String(req.params.id);
 
@@ -112,9 +112,9 @@ export function deploySessionRoutes(
       const token = bearerToken(req) ?? '';
       const started = performance.now();
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      const { session, stored } = await inDeploySlot(deps, user, res, started, async (signal) => {
+      const { session, stored } = await inDeploySlot(deps, user, res, started, async (signal, slot) => {
         continueIfExpected(req, res);
-        const upload = readUploadBody(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
+        const upload = readUploadBody(req, uploadLimits(settings), slot);
         try {
           return await deps.sessions.upload.execute({ user, token, id: sessionParam(req), batch: upload.body, signal });
         } catch (error) {

@@ -7,18 +7,19 @@ import { siteUrl } from '../../../domain/site-url.js';
 import type { Authentication } from '../auth.js';
 import { bearerToken } from '../bearer.js';
 import { readDeployForm } from '../deploy-form.js';
-import type { ReleaseSlot } from '../deploy-slots.js';
+import type { Slot } from '../deploy-slots.js';
 import { toErrorResponse } from '../error-response.js';
 import type { HttpDeps } from '../http-deps.js';
 import { UploadTooLarge } from '../http-errors.js';
 import { continueIfExpected, declaredLength, fallback, methodNotAllowed } from '../middleware.js';
+import type { UploadLimits } from '../upload-body.js';
 
 /**
  * A deploy waits here before its body is read: its client holds a paused socket, not a
  * job on the unpack threads and a staging area. A client that hangs up leaves the queue
  * at once. Slots are shared out by the user the deploy publishes for (a key's owner).
  */
-async function deploySlot(deps: Pick<HttpDeps, 'slots' | 'metrics'>, user: string, res: Response): Promise<ReleaseSlot> {
+async function deploySlot(deps: Pick<HttpDeps, 'slots' | 'metrics'>, user: string, res: Response): Promise<Slot> {
   const gone = new AbortController();
   const onClose = (): void => gone.abort();
   res.once('close', onClose);
@@ -37,21 +38,22 @@ async function deploySlot(deps: Pick<HttpDeps, 'slots' | 'metrics'>, user: strin
  * Work that unpacks or builds a release (a deploy, an incremental deploy's upload or
  * publish): it runs in a deploy slot, counts as in flight, is given up at shutdown
  * through `signal`, and a failure is counted and logged with the reason the client got.
+ * An upload tells `slot` when it goes quiet, and gives its work up when the slot is taken back.
  */
 export async function inDeploySlot<T>(
   deps: Pick<HttpDeps, 'slots' | 'deploys' | 'metrics' | 'logger'>,
   user: Username,
   res: Response,
   started: number,
-  work: (signal: AbortSignal) => Promise<T>,
+  work: (signal: AbortSignal, slot: Slot) => Promise<T>,
 ): Promise<T> {
   const { metrics, logger } = deps;
-  const releaseSlot = await deploySlot(deps, user, res);
+  const slot = await deploySlot(deps, user, res);
   metrics.inFlight.inc();
   return deps.deploys
-    .track(work)
+    .track((signal) => work(signal, slot))
     .finally(() => {
-      releaseSlot();
+      slot.release();
       metrics.inFlight.dec();
     })
     .catch((error: unknown) => {
@@ -92,6 +94,11 @@ export function deployedAnswer(deps: Pick<HttpDeps, 'settings' | 'metrics' | 'lo
   };
 }
 
+/** The limits every upload's body is read under (upload-body.ts). */
+export function uploadLimits(settings: HttpDeps['settings']): UploadLimits {
+  return { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds, stallSeconds: settings.uploadStallSeconds };
+}
+
 /** POST /api/v1/deploy: the upload, streamed into a release and published. */
 export function deployRoutes(
   app: express.Express,
@@ -108,9 +115,9 @@ export function deployRoutes(
       const started = performance.now();
       // Refused before a byte of the body is read.
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
-      const deployed = await inDeploySlot(deps, user, res, started, async (signal) => {
+      const deployed = await inDeploySlot(deps, user, res, started, async (signal, slot) => {
         continueIfExpected(req, res);
-        const form = readDeployForm(req, { maxBytes: settings.maxUploadBytes, idleSeconds: settings.uploadIdleSeconds });
+        const form = readDeployForm(req, uploadLimits(settings), slot);
         const archive = await form.archive;
         const failure = form.failure();
         if (failure) throw failure;
