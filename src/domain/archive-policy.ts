@@ -24,9 +24,8 @@ export type EntryKind = 'file' | 'directory';
 export const PUBLISHED_FILE_MODE = 0o644;
 export const PUBLISHED_DIRECTORY_MODE = 0o755;
 
-const utf8 = new TextEncoder();
-/** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no encoding to be measured. */
-const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || utf8.encode(s).length <= max;
+/** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no measuring; the rest are measured, not copied. */
+const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || Buffer.byteLength(s, 'utf8') <= max;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f\x7f]/;
