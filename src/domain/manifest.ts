@@ -120,8 +120,8 @@ export class ManifestReader {
   private readonly site = new Map<string, ManifestFile>();
   private readonly gone = new Set<string>();
   private filesGiven = false;
-  /** How `removed` came: a list, something else, or not at all. */
-  private removedGiven: 'list' | 'other' | undefined;
+  /** How `removed` came: a list, null (none, with a base), something else, or not at all. */
+  private removedGiven: 'list' | 'null' | 'other' | undefined;
   private fileCount = 0;
   private removedCount = 0;
 
@@ -149,7 +149,7 @@ export class ManifestReader {
 
   /** The body's `removed`, as `filesField` takes `files`; only a manifest with a base may have it. */
   removedField(value: unknown): void {
-    this.removedGiven = Array.isArray(value) ? 'list' : 'other';
+    this.removedGiven = Array.isArray(value) ? 'list' : value === null ? 'null' : 'other';
   }
 
   removed(raw: unknown): void {

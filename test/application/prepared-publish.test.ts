@@ -8,7 +8,7 @@ import { PruneReleases } from '../../src/application/prune-releases.js';
 import { PublishDeploySession } from '../../src/application/publish-deploy-session.js';
 import { PublishRelease } from '../../src/application/publish-release.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore } from './fakes.js';
@@ -33,7 +33,10 @@ async function world() {
     disk,
     clock,
     sessions,
-    open: (files: ManifestFile[]) => new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging).execute({ user: alice, token: TOKEN, project: 'docs', preview: undefined, files }),
+    open: (files: ManifestFile[]) => {
+      const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+      return open.execute({ user: alice, token: TOKEN, project: 'docs', preview: undefined, manifest: readParsedManifest(open.reader(), files) });
+    },
     publish: (id: string) => new PublishDeploySession(access, sessions, disk.staging, disk.objects, publisher, clock).execute({ user: alice, token: TOKEN, id }),
     cancel: (id: string) => new CancelDeploySession(access, sessions, disk.objects, disk.staging).execute({ user: alice, token: TOKEN, id }),
     sweep: () => new ExpireDeploySessions(sessions, disk.objects, clock, disk.staging).execute(),

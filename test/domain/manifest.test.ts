@@ -133,12 +133,19 @@ describe('a manifest read entry by entry (ManifestReader)', () => {
     const files = [{ path: 'a.html', size: 1, digest: sha256('a') }];
     const read = (order: 'files first' | 'removed first') => {
       const reader = new ManifestReader(small);
-      const feed = {
-        files: () => (reader.filesField([]), files.forEach((f) => reader.file(f))),
-        removed: () => (reader.removedField([]), reader.removed('./a.html')),
+      const lists = {
+        files: () => {
+          reader.filesField([]);
+          for (const f of files) reader.file(f);
+        },
+        removed: () => {
+          reader.removedField([]);
+          reader.removed('./a.html');
+        },
       };
-      if (order === 'files first') (feed.files(), feed.removed());
-      else (feed.removed(), feed.files());
+      const [first, second] = order === 'files first' ? [lists.files, lists.removed] : [lists.removed, lists.files];
+      first();
+      second();
       return reader;
     };
     for (const order of ['files first', 'removed first'] as const) {
