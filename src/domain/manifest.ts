@@ -50,19 +50,19 @@ export function parseManifest(files: unknown, limits: ArchiveLimits): Manifest {
 
 /** A file's path as the path rules write it, refused in a manifest's words. */
 function sitePath(raw: string): string {
-  const path = inManifestWords(() => normaliseEntryPath(raw));
+  let path: string;
+  try {
+    path = normaliseEntryPath(raw);
+  } catch (error) {
+    throw inManifestWords(error);
+  }
   if (path === '') throw new ManifestRejected(`a file cannot be the site root: ${shownName(raw)}`);
   return path;
 }
 
-/** The archive's words, "archive has more than ...", read as well for a manifest. */
-function inManifestWords<T>(check: () => T): T {
-  try {
-    return check();
-  } catch (error) {
-    if (error instanceof ArchiveRejected) throw new ManifestRejected(error.reason.replace(/^archive /, 'site '));
-    throw error;
-  }
+/** The archive's words, "archive has more than ...", read as well for a manifest (no closure: this is per entry). */
+function inManifestWords(error: unknown): unknown {
+  return error instanceof ArchiveRejected ? new ManifestRejected(error.reason.replace(/^archive /, 'site ')) : error;
 }
 
 /**
@@ -83,8 +83,16 @@ class SiteTally {
     return this.ledger.bytes;
   }
 
+  holdsFile(path: string): boolean {
+    return this.ledger.holdsFile(path);
+  }
+
   admit(file: ManifestFile): void {
-    inManifestWords(() => this.ledger.admit('file', file.path, file.size));
+    try {
+      this.ledger.admit('file', file.path, file.size);
+    } catch (error) {
+      throw inManifestWords(error);
+    }
     if (file.size === 0) {
       if (file.digest !== EMPTY_DIGEST) throw new ManifestRejected(`an empty file's digest must be ${EMPTY_DIGEST}: ${shownName(file.path)}`);
       return;
@@ -116,8 +124,8 @@ function checkedSite(files: readonly ManifestFile[], limits: ArchiveLimits): Man
  */
 export class ManifestReader {
   private readonly tally: SiteTally;
-  /** The files so far, by path, in the order they came. */
-  private readonly site = new Map<string, ManifestFile>();
+  /** The files so far, in the order they came. */
+  private readonly files: ManifestFile[] = [];
   private readonly gone = new Set<string>();
   private filesGiven = false;
   /** How `removed` came: a list, null (none, with a base), something else, or not at all. */
@@ -141,10 +149,11 @@ export class ManifestReader {
     if (index >= this.limits.maxFiles) throw new ManifestRejected(`more than ${this.limits.maxFiles} files and directories`);
     const raw = parseFile(entry, index);
     const path = sitePath(raw.path);
-    if (this.site.has(path)) throw new ManifestRejected(`duplicate path: ${shownName(raw.path)}`);
+    // Before the tally, which would name the path as the rules write it, not as the entry does.
+    if (this.tally.holdsFile(path)) throw new ManifestRejected(`duplicate path: ${shownName(raw.path)}`);
     const file = { path, size: raw.size, digest: raw.digest };
     this.tally.admit(file);
-    this.site.set(path, file);
+    this.files.push(file);
   }
 
   /** The body's `removed`, as `filesField` takes `files`; only a manifest with a base may have it. */
@@ -165,8 +174,8 @@ export class ManifestReader {
   whole(): Manifest {
     if (this.removedGiven !== undefined) throw new ManifestRejected('removed needs a base');
     this.assertFilesGiven();
-    if (this.site.size === 0) throw new ManifestRejected('site contains no files');
-    return { files: [...this.site.values()], objects: this.tally.objects, bytes: this.tally.bytes };
+    if (this.files.length === 0) throw new ManifestRejected('site contains no files');
+    return { files: this.files, objects: this.tally.objects, bytes: this.tally.bytes };
   }
 
   /** The manifest changes a base: its entries added or changed and the paths removed, for `applyManifestChanges`. */
@@ -174,8 +183,8 @@ export class ManifestReader {
     this.assertFilesGiven();
     if (this.removedGiven === 'other') throw new ManifestRejected(REMOVED_NOT_A_LIST);
     // Here, not as they come: without a base, `removed` is refused whole whatever it names.
-    for (const path of this.gone) if (this.site.has(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(path)}`);
-    return { files: [...this.site.values()], removed: [...this.gone] };
+    for (const path of this.gone) if (this.tally.holdsFile(path)) throw new ManifestRejected(`path both changed and removed: ${shownName(path)}`);
+    return { files: this.files, removed: [...this.gone] };
   }
 
   private assertFilesGiven(): void {
