@@ -42,16 +42,16 @@ describe('SessionOpens, turns to read a manifest', () => {
     const waiting = [ask(opens, 'hog', order), ask(opens, 'other', order), ask(opens, 'late', order)];
     await tick();
     expect(waiting.map((a) => a.state)).toEqual(['waiting', 'waiting', 'waiting']);
-    hog[0]!.end!();
-    hog[0]!.end!(); // a second call frees nothing more
+    hog[0]!.end!(0);
+    hog[0]!.end!(0); // a second call frees nothing more
     await tick();
     // hog still reads one: other, who came after hog's third, reads first.
     expect(waiting.map((a) => a.state)).toEqual(['waiting', 'reading', 'waiting']);
-    waiting[1]!.end!();
+    waiting[1]!.end!(0);
     await tick();
     // hog (reading one) against late (none): late.
     expect(waiting.map((a) => a.state)).toEqual(['waiting', 'reading', 'reading']);
-    hog[1]!.end!();
+    hog[1]!.end!(0);
     await tick();
     expect(order).toEqual(['hog', 'hog', 'other', 'late', 'hog']);
   });
@@ -68,7 +68,7 @@ describe('SessionOpens, turns to read a manifest', () => {
     expect(waiting.state).toBeInstanceOf(TooManyDeploys);
     // Its place is free again, and the turn still the first reader's.
     const next = ask(opens, 'd');
-    reading.end!();
+    reading.end!(0);
     await next.done;
     expect(next.state).toBe('reading');
   });
@@ -82,7 +82,7 @@ describe('SessionOpens, turns to read a manifest', () => {
     gone.res.hangUp();
     await gone.done;
     expect(gone.state).toBeInstanceOf(ClientGone);
-    reading.end!();
+    reading.end!(0);
     await stays.done;
     expect(stays.state).toBe('reading');
     const waiting = ask(opens, 'd');
@@ -95,7 +95,7 @@ describe('SessionOpens, turns to read a manifest', () => {
     expect(later.state).toBeInstanceOf(ServiceStopping);
     // The one reading keeps its turn to the end.
     expect(stays.state).toBe('reading');
-    stays.end!();
+    stays.end!(0);
   });
 
   it('refuses a client already gone rather than queueing it', async () => {

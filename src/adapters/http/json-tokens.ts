@@ -20,6 +20,9 @@ export interface JsonLimits {
 /** JSON.stringify writes no number longer than 24 characters; a longer one is not a manifest's. */
 const NUMBER_CHARS = 64;
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+/** Member names remembered, and the longest: a body naming many others is decoded as ever. */
+const NAMES = 8;
+const NAME_BYTES = 16;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f]/;
 const ESCAPED: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
@@ -69,8 +72,10 @@ export class JsonTokens {
   private number: string | undefined;
   /** A literal being read (true, false, null) and how many of its letters have come. */
   private literal: { readonly word: string; matched: number } | undefined;
-  /** The next backslash in the chunk being read at or after a position, found once per stretch. */
+  /** The next backslash in the chunk being read (Infinity: none), found once per stretch of it. */
   private backslash = -1;
+  /** Member names met so far, up to NAMES of them, by their bytes: a manifest repeats three in every entry. */
+  private readonly names: { readonly bytes: Buffer; readonly name: string }[] = [];
   private empty = true;
 
   constructor(
@@ -138,6 +143,8 @@ export class JsonTokens {
     }
     if (c === QUOTE) return this.beginString(chunk, at + 1, false);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const end = this.plainInteger(chunk, at);
+      if (end !== -1) return end;
       this.number = '';
       return this.readNumber(chunk, at);
     }
@@ -164,8 +171,26 @@ export class JsonTokens {
   }
 
   private beginString(chunk: Buffer, at: number, isKey: boolean): number {
+    // Most strings end in the chunk they begin in, with no escape: decoded at once.
+    const quote = chunk.indexOf(QUOTE, at);
+    if (quote !== -1 && quote - at <= this.limits.stringBytes && this.nextBackslash(chunk, at) > quote) {
+      const name = isKey ? this.knownName(chunk, at, quote) : undefined;
+      if (name !== undefined) {
+        this.expect = Expect.Colon;
+        this.events.key(name);
+      } else this.endString(isKey, chunk.toString('utf8', at, quote), false);
+      return quote + 1;
+    }
     this.text = { isKey, parts: [], kept: 0, cut: false, escaped: false, escape: 0 };
     return this.readString(chunk, at);
+  }
+
+  private nextBackslash(chunk: Buffer, at: number): number {
+    if (this.backslash < at) {
+      const found = chunk.indexOf(BACKSLASH, at);
+      this.backslash = found === -1 ? Infinity : found;
+    }
+    return this.backslash;
   }
 
   /** Reads the pending string from `at` to its closing quote or the chunk's end; returns where it stopped. */
@@ -179,18 +204,17 @@ export class JsonTokens {
         continue;
       }
       const quote = chunk.indexOf(QUOTE, at);
-      if (this.backslash !== -2 && this.backslash < at) this.backslash = chunk.indexOf(BACKSLASH, at);
-      if (this.backslash === -1) this.backslash = -2; // none left in this chunk
-      if (this.backslash >= 0 && (quote === -1 || this.backslash < quote)) {
+      const backslash = this.nextBackslash(chunk, at);
+      if (backslash < (quote === -1 ? chunk.length : quote)) {
         text.escape = 1;
         text.escaped = true;
-        at = this.backslash + 1;
+        at = backslash + 1;
         continue;
       }
       if (quote === -1) break;
       this.keep(text, chunk, from, quote);
       this.text = undefined;
-      this.endString(text);
+      this.endString(text.isKey, (text.parts.length === 1 ? text.parts[0]! : Buffer.concat(text.parts)).toString('utf8'), text.escaped);
       return quote + 1;
     }
     this.keep(text, chunk, from, chunk.length);
@@ -223,18 +247,54 @@ export class JsonTokens {
     }
   }
 
-  private endString(text: PendingString): void {
-    const raw = text.parts.length === 1 ? text.parts[0]!.toString('utf8') : Buffer.concat(text.parts).toString('utf8');
+  /** A short name already met, spelt with the same bytes (and no escape), without decoding it again. */
+  private knownName(chunk: Buffer, from: number, to: number): string | undefined {
+    const length = to - from;
+    for (const known of this.names) {
+      if (known.bytes.length !== length) continue;
+      let at = 0;
+      while (at < length && known.bytes[at] === chunk[from + at]) at += 1;
+      if (at === length) return known.name;
+    }
+    if (length <= NAME_BYTES && this.names.length < NAMES) {
+      const name = chunk.toString('utf8', from, to);
+      if (!CONTROL.test(name)) this.names.push({ bytes: Buffer.from(chunk.subarray(from, to)), name });
+    }
+    return undefined;
+  }
+
+  private endString(isKey: boolean, raw: string, escaped: boolean): void {
     if (CONTROL.test(raw)) throw new InvalidRequestBody();
     // Escapes were checked as they came; a string cut inside one loses it.
-    const value = text.escaped ? raw.replace(ESCAPE, (_, hex: string | undefined, char: string) => (hex === undefined ? (ESCAPED[char] ?? '') : String.fromCharCode(parseInt(hex, 16)))) : raw;
-    if (text.isKey) {
+    const value = escaped ? raw.replace(ESCAPE, (_, hex: string | undefined, char: string) => (hex === undefined ? (ESCAPED[char] ?? '') : String.fromCharCode(parseInt(hex, 16)))) : raw;
+    if (isKey) {
       this.expect = Expect.Colon;
       this.events.key(value);
       return;
     }
     this.events.scalar(value);
     this.valueDone();
+  }
+
+  /**
+   * A whole number of up to 15 digits that ends in this chunk (a size, as JSON.stringify
+   * writes it), read without its text; -1 for any other, read as text by readNumber.
+   */
+  private plainInteger(chunk: Buffer, from: number): number {
+    let at = from;
+    let value = 0;
+    for (; at < chunk.length && at - from <= 15; at += 1) {
+      const digit = chunk[at]! - 0x30;
+      if (digit < 0 || digit > 9) break;
+      value = value * 10 + digit;
+    }
+    const next = chunk[at];
+    const digits = at - from;
+    if (digits === 0 || digits > 15 || next === undefined || (digits > 1 && chunk[from] === 0x30)) return -1;
+    if (next === 0x2e || next === 0x65 || next === 0x45 || next === 0x2b || next === 0x2d) return -1;
+    this.events.scalar(value);
+    this.valueDone();
+    return at;
   }
 
   private readNumber(chunk: Buffer, from: number): number {

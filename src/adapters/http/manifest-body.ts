@@ -6,6 +6,7 @@ import type { ManifestReader } from '../../domain/manifest.js';
 import { bodyCoding, gzipFailure } from './body-coding.js';
 import { InvalidRequestBody, UploadTooLarge } from './http-errors.js';
 import { JsonTokens, type JsonEvents } from './json-tokens.js';
+import { optionalString } from './request-body.js';
 import { watchUpload, type UploadLimits } from './upload-body.js';
 
 /** What POST /api/v1/deploys's body holds besides the manifest's entries. */
@@ -19,7 +20,10 @@ export interface ManifestFields {
 type Field = 'project' | 'preview' | 'base' | 'files' | 'removed';
 const FIELDS: ReadonlySet<string> = new Set<Field>(['project', 'preview', 'base', 'files', 'removed']);
 /** The members of an object a manifest reads (an entry's, a base's); any other is read and dropped. */
-const MEMBERS: ReadonlySet<string> = new Set(['path', 'size', 'digest', 'release']);
+type Member = 'path' | 'size' | 'digest' | 'release';
+const MEMBERS = new Map<string, Member>((['path', 'size', 'digest', 'release'] as const).map((name) => [name, name]));
+/** Such an object, its members none yet: one shape for all, set in place (tens of thousands of entries). */
+const unread = (): Record<Member, unknown> => ({ path: undefined, size: undefined, digest: undefined, release: undefined });
 
 /**
  * Longer than any string a manifest may hold (a path is at most 1,024 bytes, six of JSON
@@ -39,14 +43,21 @@ const DEPTH = 32;
 class ShallowValue {
   value: unknown;
   private level = 0;
-  private member: string | undefined;
+  private member: Member | undefined;
+  private keep = true;
 
-  /** `keep` false: a member the manifest does not read, read to its end and dropped. */
-  constructor(private readonly keep: boolean) {}
+  /** Begins the next value (one at a time); `keep` false: a member the manifest does not read, read to its end and dropped. */
+  reset(keep: boolean): this {
+    this.keep = keep;
+    this.value = undefined;
+    this.level = 0;
+    this.member = undefined;
+    return this;
+  }
 
   open(kind: 'object' | 'array'): void {
-    // Plain objects: only MEMBERS are ever set on them, never a `__proto__`.
-    if (this.level === 0 && this.keep) this.value = kind === 'object' ? {} : [];
+    // Plain objects: only MEMBERS are ever set on them, never a `__proto__`; one absent is undefined, as it is in JSON.parse's.
+    if (this.level === 0 && this.keep) this.value = kind === 'object' ? unread() : [];
     else if (this.level === 1 && this.member !== undefined) this.set(kind === 'object' ? {} : []);
     this.level += 1;
   }
@@ -58,7 +69,7 @@ class ShallowValue {
   }
 
   key(name: string): void {
-    if (this.level === 1) this.member = this.keep && MEMBERS.has(name) ? name : undefined;
+    if (this.level === 1) this.member = this.keep ? MEMBERS.get(name) : undefined;
   }
 
   /** True once the value is whole: a scalar is. */
@@ -84,7 +95,9 @@ class ManifestEvents implements JsonEvents {
   private field: string | undefined;
   /** Inside `files` or `removed`, a list: each of its values is an entry. */
   private list: 'files' | 'removed' | undefined;
+  /** The value being read, when one is: `shallow`, reused from one to the next. */
   private item: ShallowValue | undefined;
+  private readonly shallow = new ShallowValue();
 
   constructor(private readonly reader: ManifestReader) {}
 
@@ -98,7 +111,7 @@ class ManifestEvents implements JsonEvents {
       if (this.list === 'files') this.reader.filesField([]);
       else this.reader.removedField([]);
     } else {
-      this.item = new ShallowValue(this.list !== undefined || FIELDS.has(this.field ?? ''));
+      this.item = this.shallow.reset(this.list !== undefined || FIELDS.has(this.field ?? ''));
       this.item.open(kind);
     }
   }
@@ -139,28 +152,21 @@ class ManifestEvents implements JsonEvents {
   }
 }
 
-/** A field that, when present, must be a string. */
-function optionalString(value: unknown): string | undefined {
-  if (value !== undefined && typeof value !== 'string') throw new InvalidRequestBody();
-  return value;
-}
-
 /**
  * Reads POST /api/v1/deploys's body into `reader` as it arrives: inflated when it is gzip,
  * tokenized as it comes, every entry of `files` and `removed` handed to the reader as
  * soon as it is whole. A body is refused at its first entry over a limit, having read no
  * further, and nothing of it is held but what the reader keeps. `limits.maxBytes` caps
  * its bytes both as sent and as inflated (413); a client silent for `idleSeconds` has
- * stalled (408).
+ * stalled (408). `read.inflated` counts the bytes read so far, whatever the outcome.
  */
-export function readManifestBody(req: IncomingMessage, reader: ManifestReader, limits: UploadLimits): Promise<ManifestFields> {
+export function readManifestBody(req: IncomingMessage, reader: ManifestReader, limits: UploadLimits, read: { inflated: number } = { inflated: 0 }): Promise<ManifestFields> {
   const gunzip = bodyCoding(req) === 'gzip' ? createGunzip() : undefined;
   const source: Readable = gunzip ?? req;
   const events = new ManifestEvents(reader);
   const tokens = new JsonTokens(events, { stringBytes: STRING_BYTES, depth: DEPTH });
   return new Promise<ManifestFields>((resolve, reject) => {
     let settled = false;
-    let inflated = 0;
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
@@ -179,9 +185,9 @@ export function readManifestBody(req: IncomingMessage, reader: ManifestReader, l
     };
     const watch = watchUpload(req, limits, fail);
     const onData = (chunk: Buffer): void => {
-      inflated += chunk.length;
+      read.inflated += chunk.length;
       try {
-        if (inflated > limits.maxBytes) throw new UploadTooLarge();
+        if (read.inflated > limits.maxBytes) throw new UploadTooLarge();
         tokens.write(chunk);
       } catch (error) {
         fail(error);
@@ -191,7 +197,8 @@ export function readManifestBody(req: IncomingMessage, reader: ManifestReader, l
     source.once('end', () => {
       try {
         tokens.end();
-        const fields = { project: optionalString(events.fields.get('project')), preview: optionalString(events.fields.get('preview')), base: events.fields.get('base') };
+        const body = Object.fromEntries(events.fields);
+        const fields = { project: optionalString(body, 'project'), preview: optionalString(body, 'preview'), base: body.base };
         if (settle()) resolve(fields);
       } catch (error) {
         fail(error);

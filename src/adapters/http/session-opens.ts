@@ -2,8 +2,16 @@ import type { ServerResponse } from 'node:http';
 import type { SlotLimits } from './deploy-slots.js';
 import { ClientGone, ServiceStopping, TooManyDeploys } from './http-errors.js';
 
-/** Ends a turn; calling it again does nothing. */
-export type EndTurn = () => void;
+/** Ends a turn, told how many bytes of manifest it read (inflated); calling it again does nothing. */
+export type EndTurn = (bytesRead: number) => void;
+
+/**
+ * Manifest bytes read, in all, between major collections begun at a turn's end: what a
+ * manifest's reading held is garbage all at once when it ends (50,000 long paths are tens
+ * of MB), and V8 let the heap grow to several times that before collecting it. A
+ * collection per 32 MiB read keeps the heap near what is live, at a cost spread thin.
+ */
+const COLLECT_EVERY_BYTES = 32 * 1024 * 1024;
 
 interface Waiting {
   readonly user: string;
@@ -32,6 +40,7 @@ export class SessionOpens {
   private readonly readers: string[] = [];
   private readonly queue: Waiting[] = [];
   private closed = false;
+  private readSinceCollected = 0;
 
   constructor(private readonly limits: SlotLimits) {}
 
@@ -41,7 +50,7 @@ export class SessionOpens {
     if (this.readers.length < this.limits.concurrent) this.readers.push(user);
     else await this.wait(user, res);
     let ended = false;
-    return () => {
+    return (bytesRead) => {
       if (ended) return;
       ended = true;
       this.readers.splice(this.readers.indexOf(user), 1);
@@ -51,8 +60,10 @@ export class SessionOpens {
         this.readers.push(next.user);
         next.settle();
       }
-      // What the manifest's reading held is garbage all at once: a major collection begun
-      // now (marked alongside the event loop) frees it before the next reading piles onto it.
+      this.readSinceCollected += bytesRead;
+      if (this.readSinceCollected < COLLECT_EVERY_BYTES) return;
+      this.readSinceCollected = 0;
+      // Marked alongside the event loop, not in one pause.
       collect?.({ type: 'major', execution: 'async' });
     };
   }

@@ -59,14 +59,15 @@ export function deploySessionRoutes(
       const limits = manifestLimits();
       if ((declaredLength(req) ?? 0) > limits.maxBytes) throw new UploadTooLarge();
       const endTurn = await deps.opens.turn(user, res);
+      const read = { inflated: 0 };
       try {
         continueIfExpected(req, res);
         const manifest = deps.sessions.open.reader();
-        const { project, preview, base } = await readManifestBody(req, manifest, limits);
+        const { project, preview, base } = await readManifestBody(req, manifest, limits, read);
         const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', project: project ?? '', preview, base, manifest });
         res.status(201).json(sessionAnswer(state));
       } finally {
-        endTurn();
+        endTurn(read.inflated);
       }
     })
     .all(methodNotAllowed('POST'));
