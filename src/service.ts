@@ -32,6 +32,7 @@ import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
 import { DeployTracker } from './adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from './adapters/http/metrics.js';
+import { SessionOpens } from './adapters/http/session-opens.js';
 import { loadOpenApiDocument } from './adapters/http/openapi-document.js';
 import type { Logger } from './adapters/log/logger.js';
 import { buildContainer, disposeContainer } from './container.js';
@@ -55,6 +56,8 @@ export async function startService(config: Config, adminToken: string, logger: L
 
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
+  // As many manifests read at once as deploys unpack, and as many waiting.
+  const opens = new SessionOpens({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
     settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds, uploadStallSeconds: config.uploadStallSeconds },
     createUser: container.get(CreateOrRerollUser),
@@ -72,6 +75,7 @@ export async function startService(config: Config, adminToken: string, logger: L
       list: container.get(ListDeploySessions),
     },
     slots,
+    opens,
     listProjects: container.get(ListProjects),
     listReleases: container.get(ListReleases),
     rollback: container.get(RollbackRelease),
@@ -113,6 +117,7 @@ export async function startService(config: Config, adminToken: string, logger: L
       // Deploys still waiting for a slot have sent nothing we read: they are told to retry
       // (503) now rather than started during the grace period meant for running ones.
       slots.close();
+      opens.close();
       const cut = await deploys.drain(graceMs);
       if (cut > 0) logger.warn('aborted deploys at shutdown', { count: cut });
       // A deploy that just finished still has its answer to send: after close(), each

@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
-import { BaseReleaseChanged, ManifestRejected, TooManyDeploySessions } from '../domain/errors.js';
-import { applyManifestChanges, parseManifest, parseManifestBase, parseManifestChanges, type Digest, type Manifest } from '../domain/manifest.js';
+import { BaseReleaseChanged, TooManyDeploySessions } from '../domain/errors.js';
+import { applyManifestChanges, ManifestReader, parseManifestBase, type Digest, type Manifest } from '../domain/manifest.js';
 import { manifestDigest } from '../domain/manifest-digest.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import { PreviewName } from '../domain/preview.js';
@@ -26,19 +26,22 @@ export interface OpenSessionInput {
   readonly keyId?: string;
   readonly project: string;
   readonly preview: string | undefined;
-  /** The manifest's files as the client sent them, unchecked: the whole site, or with `base` the entries added or changed. */
-  readonly files: unknown;
-  /** Absent, `files` is the whole site; else the release (and its manifest's digest) `files` and `removed` change. */
+  /**
+   * The manifest's `files` and `removed`, each entry checked as the body arrived
+   * (`reader()`): the whole site, or with `base` the entries added or changed and the
+   * paths of the base's files the site no longer has.
+   */
+  readonly manifest: ManifestReader;
+  /** Absent, the manifest is the whole site; else the release (and its manifest's digest) it changes, as the client sent it. */
   readonly base?: unknown;
-  /** With `base`: the paths of the base's files the site no longer has. */
-  readonly removed?: unknown;
 }
 
 /**
- * The first step of an incremental deploy: the manifest is checked whole (every rule an
- * archive's entries obey), kept as a session, and answered with the objects the user's
- * store lacks (a deploy key's: its project's content and its sessions' uploads); staging
- * may start building the release meanwhile (Staging.prepare).
+ * The first step of an incremental deploy: the manifest, checked entry by entry as its
+ * body arrived and then whole (every rule an archive's entries obey), kept as a session,
+ * and answered with the objects the user's store lacks (a deploy key's: its project's
+ * content and its sessions' uploads); staging may start building the release meanwhile
+ * (Staging.prepare).
  * Nothing of the site changes until the session is published. A manifest
  * relative to a release of the project is made whole first, from that release's files
  * as they are on disk, and only if they are the files the client says they are.
@@ -54,6 +57,11 @@ export class OpenDeploySession {
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(STAGING) private readonly staging: Staging,
   ) {}
+
+  /** A reader of a manifest under this service's limits, to fill as its body arrives and hand to `execute`. */
+  reader(): ManifestReader {
+    return new ManifestReader(this.settings.archiveLimits);
+  }
 
   async execute(input: OpenSessionInput): Promise<SessionState> {
     const project = ProjectName.parse(input.project);
@@ -123,13 +131,10 @@ export class OpenDeploySession {
   }
 
   private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlyMap<Digest, number> }> {
-    if (input.base === undefined) {
-      if (input.removed !== undefined) throw new ManifestRejected('removed needs a base');
-      return { manifest: parseManifest(input.files, limits) };
-    }
+    if (input.base === undefined) return { manifest: input.manifest.whole() };
     const base = parseManifestBase(input.base);
     // Every check that needs no disk first: a malformed request never costs a walk of the base.
-    const changes = parseManifestChanges(input.files, input.removed ?? [], limits);
+    const changes = input.manifest.changes();
     // Only this user's own release of this project: the store is per user, the release
     // directory per project, so another's release is simply not found.
     const files = await this.releases.releaseManifest(input.user, project, base.release);

@@ -24,9 +24,8 @@ export type EntryKind = 'file' | 'directory';
 export const PUBLISHED_FILE_MODE = 0o644;
 export const PUBLISHED_DIRECTORY_MODE = 0o755;
 
-const utf8 = new TextEncoder();
-/** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no encoding to be measured. */
-const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || utf8.encode(s).length <= max;
+/** UTF-8 takes at most 3 bytes per UTF-16 unit, so most names need no measuring; the rest are measured, not copied. */
+const fitsInBytes = (s: string, max: number): boolean => s.length * 3 <= max || Buffer.byteLength(s, 'utf8') <= max;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\x00-\x1f\x7f]/;
@@ -72,6 +71,7 @@ export function normaliseEntryPath(rawPath: string): string {
   if (rawPath.startsWith('/')) throw new ArchiveRejected(`absolute path not allowed: ${shownName(rawPath)}`);
   if (/^[A-Za-z]:/.test(rawPath)) throw new ArchiveRejected(`drive-letter path not allowed: ${shownName(rawPath)}`);
   if (rawPath.includes('\\')) throw new ArchiveRejected(`backslash in path not allowed: ${shownName(rawPath)}`);
+  if (alreadyNormal(rawPath)) return rawPath;
   const parts = rawPath.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.length > PATH_LIMITS.maxDepth) {
     throw new ArchiveRejected(`path nested deeper than ${PATH_LIMITS.maxDepth} levels: ${shownName(rawPath)}`);
@@ -84,6 +84,21 @@ export function normaliseEntryPath(rawPath: string): string {
     throw new ArchiveRejected(`path longer than ${PATH_LIMITS.maxPathBytes} bytes: ${shownName(rawPath)}`);
   }
   return path;
+}
+
+/** An empty or `.` component: the start or a `/`, perhaps a `.`, then a `/` or the end. */
+const EMPTY_OR_DOT = /(?:^|\/)\.?(?:\/|$)/;
+
+/**
+ * Most paths need no normalising: short enough that no component or the whole can be over
+ * its byte limit, no deeper than the limit, with no empty or `.` component. Taken as they
+ * are, they are spared the split, filter and join of tens of thousands of entries.
+ */
+function alreadyNormal(rawPath: string): boolean {
+  if (rawPath.length * 3 > PATH_LIMITS.maxComponentBytes || EMPTY_OR_DOT.test(rawPath)) return false;
+  let depth = 1;
+  for (let at = rawPath.indexOf('/'); at !== -1; at = rawPath.indexOf('/', at + 1)) depth += 1;
+  return depth <= PATH_LIMITS.maxDepth;
 }
 
 const SPARSE_REASON = 'GNU sparse files are not supported (archive without --sparse)';
@@ -288,6 +303,11 @@ export class ArchiveLedger {
       throw new ArchiveRejected(`archive has more than ${this.limits.maxFiles} files and directories`);
     }
     return created;
+  }
+
+  /** Whether a file was admitted at `path` (as the path rules write it). */
+  holdsFile(path: string): boolean {
+    return this.seen.get(path) === 'file';
   }
 
   /** Called at the end of the archive: a site needs at least one file. */

@@ -9,7 +9,7 @@ import { ShowDeploySession } from '../../src/application/show-deploy-session.js'
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import type { KeyName } from '../../src/domain/deploy-key.js';
 import { ObjectsMissing } from '../../src/domain/errors.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -42,15 +42,17 @@ async function world() {
   const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
   return {
     disk,
-    open: (token: string, files: ManifestFile[]) =>
-      new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging).execute({
+    open: (token: string, files: ManifestFile[]) => {
+      const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+      return opener.execute({
         user: alice,
         token,
         ...(token === KEY && { keyId }),
         project: 'docs',
         preview: undefined,
-        files,
-      }),
+        manifest: readParsedManifest(opener.reader(), files),
+      });
+    },
     show: (token: string, id: string) => new ShowDeploySession(access).execute({ user: alice, token, id }),
     publish: (token: string, id: string) => new PublishDeploySession(access, sessions, disk.staging, disk.objects, publisher, clock).execute({ user: alice, token, id }),
   };

@@ -13,7 +13,7 @@ import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js';
 import { Unauthorized } from '../../src/domain/errors.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
@@ -47,7 +47,7 @@ async function world() {
     clock,
     sessions,
     open: (files: ManifestFile[], as: { token: string; keyId?: string } = { token: TOKEN }, preview?: string) =>
-      opener.execute({ user: alice, ...as, project: 'docs', preview, files }),
+      opener.execute({ user: alice, ...as, project: 'docs', preview, manifest: readParsedManifest(opener.reader(), files) }),
     key: async (project: string) => {
       const { id, token } = await createKey.execute(alice, project, { name: 'ci', scope: 'deploy' });
       return { keyId: id, token: token as string };

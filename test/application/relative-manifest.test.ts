@@ -5,7 +5,7 @@ import { PruneReleases } from '../../src/application/prune-releases.js';
 import { PublishRelease } from '../../src/application/publish-release.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { BaseReleaseChanged, ManifestRejected } from '../../src/domain/errors.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -36,7 +36,7 @@ async function world() {
   disk.tree.set('alice/docs', new Map([[R1, [{ path: 'index.html', content: 'home' }, { path: 'a.css', content: 'body{}' }]]]));
   for (const content of ['home', 'body{}']) disk.storeOf(alice).set(sha256(content), content);
   const run = (user: Username, project: string, body: { files: unknown; base?: unknown; removed?: unknown }) =>
-    open.execute({ user, token: TOKENS[user as 'alice' | 'bob'], project, preview: undefined, ...body });
+    open.execute({ user, token: TOKENS[user as 'alice' | 'bob'], project, preview: undefined, base: body.base, manifest: readParsedManifest(open.reader(), body.files, body.removed) });
   return { run, base, sessions };
 }
 

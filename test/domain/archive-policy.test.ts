@@ -49,6 +49,23 @@ describe('the .. rule', () => {
 });
 
 describe('entry paths', () => {
+  it('is the path split at /, its empty and . components dropped, and joined, when that is within the limits, however it is spelt', () => {
+    const part = fc.oneof(fc.constantFrom('', '.', 'a', 'é', '😀', 'x'.repeat(84), 'y'.repeat(256)), segment);
+    // And paths around the depth limit, short enough to be taken as they are written.
+    const deep = fc.array(fc.constantFrom('a', 'bc'), { minLength: 29, maxLength: 36 });
+    fc.assert(
+      fc.property(fc.oneof(fc.array(part, { maxLength: 40 }), deep), (parts) => {
+        const raw = parts.join('/');
+        fc.pre(!raw.startsWith('/'));
+        const kept = parts.filter((p) => p !== '' && p !== '.');
+        const within = kept.length <= 32 && kept.every((p) => Buffer.byteLength(p) <= 255) && Buffer.byteLength(kept.join('/')) <= 1024;
+        if (within) expect(normaliseEntryPath(raw)).toBe(kept.join('/'));
+        else rejection(() => normaliseEntryPath(raw));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('treats ./ prefixes and . as the release root', () => {
     expect(normaliseEntryPath('.')).toBe('');
     expect(normaliseEntryPath('./')).toBe('');

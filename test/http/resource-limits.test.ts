@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployTo as deploy, startChild, type Child } from '../support/child-service.js';
-import { deepDirectories, doublyCompressedBomb, gzipBombOfZeros, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
+import { gzipSync } from 'node:zlib';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
+import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { deepDirectories, doublyCompressedBomb, gzipBombOfZeros, manifestBomb, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
+import { sha256 } from '../support/store.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'limits-admin-token-0123456789abcdefghij';
@@ -71,6 +75,45 @@ describe('resource limits at their defaults, in a child service whose memory is 
     expect(peak).toBeLessThan(256);
     expect(await readdir(join(dataDir, 'deploys/.staging'))).toEqual([]);
   });
+
+  /** POST /api/v1/deploys with a gzip-compressed manifest, as the CLI sends it. */
+  const openSession = async (body: Buffer) => {
+    const r = await fetch(`${child.url}/api/v1/deploys`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  };
+
+  it("refuses eight of issue 26's manifest bombs at once (0.4 MB of gzip, 42 MB of manifest each) in bounded memory", async () => {
+    const bomb = manifestBomb();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => openSession(bomb)));
+    for (const answer of answers) expect(answer).toEqual({ status: 400, body: { status: 'error', error: 'invalid manifest: site has more than 50000 files and directories' } });
+    const peak = peakRssMiB(child.process.pid!);
+    console.log(`8 manifest bombs (${(bomb.length / 1024).toFixed(0)} KB each) refused; service peak RSS ${peak.toFixed(1)} MiB`);
+    expect(peak).toBeLessThan(256);
+    expect(await readdir(join(dataDir, 'deploys/.sessions'))).toEqual([]);
+  }, 180_000);
+
+  it('opens a whole manifest of 40,000 files of long paths, and, relative to its release, the largest difference a client sends instead', async () => {
+    // Paths of about 740 bytes (each component under 255) in 280 directories: 34 MB of JSON.
+    const pathOf = (i: number) => `section-${i % 40}-${'x'.repeat(230)}/part-${i % 7}-${'y'.repeat(240)}/page-${i}-${'z'.repeat(230)}.html`;
+    const site: ManifestFile[] = Array.from({ length: 40_000 }, (_, i) => ({ path: pathOf(i), size: 2, digest: sha256('v1') as Digest }));
+    const whole = await openSession(gzipSync(JSON.stringify({ project: 'docs', files: site })));
+    expect(whole.status, JSON.stringify(whole.body)).toBe(201);
+    expect(whole.body).toMatchObject({ files: 40_000, missing: [sha256('v1')] });
+    const id = String(whole.body.id);
+    const signed = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${child.url}/api/v1/deploys/${id}/objects`, { method: 'PUT', headers: { ...signed, 'content-type': 'application/gzip' }, body: tgz([file(sha256('v1'), 'v1')]) })).status).toBe(200);
+    const published = await fetch(`${child.url}/api/v1/deploys/${id}/publish`, { method: 'POST', headers: signed });
+    expect(published.status).toBe(200);
+    const release = ((await published.json()) as { release: string }).release;
+
+    // Of 40,000 files, 39,998 changed and one removed: a client sends a difference only while it is shorter than the whole.
+    const changed = site.slice(0, 39_998).map((f) => ({ ...f, size: 3, digest: sha256('v2') }));
+    const relative = await openSession(gzipSync(JSON.stringify({ project: 'docs', base: { release, digest: manifestDigest(site) }, files: changed, removed: [pathOf(39_999)] })));
+    expect(relative.status, JSON.stringify(relative.body)).toBe(201);
+    expect(relative.body).toMatchObject({ files: 39_999, missing: [sha256('v2')] });
+    console.log(`40,000-file manifests opened, whole and relative; service peak RSS ${peakRssMiB(child.process.pid!).toFixed(1)} MiB`);
+    expect((await fetch(`${child.url}/api/v1/deploys/${String(relative.body.id)}`, { method: 'DELETE', headers: signed })).status).toBe(204);
+  }, 300_000);
 
   it('counts the directories a path implies: 2,001 files 31 deep (62,031 directories) are over MAX_FILES 50,000', async () => {
     const archive = deepDirectories(2001);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createGzip } from 'node:zlib';
 import { dir, file, pax, tar, tgz, type RawEntry } from './tar-builder.js';
 import { gzipSync } from 'node:zlib';
@@ -125,4 +126,16 @@ export function deepDirectories(count: number): Buffer {
 export function paxFlood(count: number): Buffer {
   const record = pax({ comment: 'z'.repeat(1024 * 1024 - 64) });
   return tgz([...Array.from({ length: count }, () => record), ok]);
+}
+
+/**
+ * Issue 26's manifest bomb: a gzip body of some 400 KB whose manifest is 42 MB, 50,000
+ * distinct paths of 745 bytes under two directories: 50,002 entries, one over MAX_FILES
+ * at its default, so that it is refused only at its last entries, every one read.
+ */
+export function manifestBomb(): Buffer {
+  const under = `${'a'.repeat(250)}/${'b'.repeat(250)}/${'c'.repeat(232)}`;
+  const digest = createHash('sha256').update('x').digest('hex');
+  const files = Array.from({ length: 50_000 }, (_, i) => ({ path: `${under}-${String(i).padStart(5, '0')}.html`, size: 1, digest }));
+  return gzipSync(JSON.stringify({ project: 'bomb', files }));
 }

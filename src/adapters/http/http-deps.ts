@@ -25,6 +25,7 @@ import type { CliBundle } from './cli-bundle.js';
 import type { DeploySlots } from './deploy-slots.js';
 import type { DeployTracker } from './deploy-tracker.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { SessionOpens } from './session-opens.js';
 
 export interface HttpSettings {
   readonly adminToken: string;
@@ -63,6 +64,8 @@ export interface HttpDeps {
     readonly list: ListDeploySessions;
   };
   readonly slots: DeploySlots;
+  /** Turns to read a manifest (POST /api/v1/deploys). */
+  readonly opens: SessionOpens;
   readonly listProjects: ListProjects;
   readonly listReleases: ListReleases;
   readonly rollback: RollbackRelease;

@@ -24,6 +24,14 @@ const define = (status: number, publicMessage: string, headers: Readonly<Record<
 export const RETRY_AFTER_SECONDS = 10;
 
 export class InvalidRequestBody extends define(400, 'invalid request body') {}
+/** The body says it is gzip-compressed (Content-Encoding: gzip) and is not, or has bytes after its gzip stream. */
+export class BodyNotGzip extends define(400, 'invalid request body: Content-Encoding says gzip, but the body is not gzip') {}
+/** The gzip stream stops before its end: a body cut short. */
+export class BodyGzipCutShort extends define(400, 'invalid request body: the gzip-compressed body is cut short') {}
+/** A Content-Encoding other than gzip: sitedrop undoes no other (RFC 9110 15.5.16: Accept-Encoding says which it does). */
+export class UnsupportedContentEncoding extends define(415, 'unsupported Content-Encoding: send the body as it is, or gzip-compressed with Content-Encoding: gzip', {
+  'Accept-Encoding': 'gzip',
+}) {}
 export class InvalidFilesMode extends define(400, "files must be 'persist' or 'delete'") {}
 export class BadMultipart extends define(400, 'failed to parse multipart form') {}
 export class InvalidAdminToken extends define(401, 'invalid admin token') {}

@@ -3,7 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from '../log/logger.js';
 import { toErrorResponse } from './error-response.js';
-import { MethodNotAllowed, NotFound } from './http-errors.js';
+import { bodyCoding, gzipFailure } from './body-coding.js';
+import { BodyGzipCutShort, BodyNotGzip, InvalidRequestBody, MethodNotAllowed, NotFound, UnsupportedContentEncoding } from './http-errors.js';
 import type { ServiceMetrics } from './metrics.js';
 
 /** A client that sent `Expect: 100-continue` is told to send its body only once it is wanted. */
@@ -64,15 +65,32 @@ export const drainUnreadBody: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** A small JSON body, read only once the route has let the request through. */
+// Any content type: `curl -d '{...}'` sends form encoding by default.
+const readSmallJson = express.json({ limit: '16kb', strict: true, type: () => true });
+
+/**
+ * A small JSON body, read only once the route has let the request through. Its
+ * Content-Encoding is checked first (415), and a body that is not the gzip it says it is
+ * answers 400 (body-coding.ts), not zlib's failure as an unforeseen 500.
+ */
 export const jsonBody: RequestHandler[] = [
   (req, res, next) => {
+    bodyCoding(req);
     continueIfExpected(req, res);
     next();
   },
-  // Any content type: `curl -d '{...}'` sends form encoding by default.
-  express.json({ limit: '16kb', strict: true, type: () => true }),
+  (req, res, next) => readSmallJson(req, res, (error?: unknown) => next(error === undefined ? undefined : gzipFailure(error))),
 ];
+
+/** The spec's routes have one answer for a body they cannot use, whatever is wrong with it: 400 `invalid request body`. */
+export const specJsonBody: RequestHandler[] = jsonBody.map((handler): RequestHandler => (req, res, next) => {
+  const asSpecified = (error?: unknown): void => next(error instanceof BodyNotGzip || error instanceof BodyGzipCutShort || error instanceof UnsupportedContentEncoding ? new InvalidRequestBody() : error);
+  try {
+    return handler(req, res, asSpecified);
+  } catch (error) {
+    return asSpecified(error);
+  }
+});
 
 /** The operation's own message for a failure nobody foresaw ("failed to list projects"...). */
 export const fallback = (message: string): RequestHandler => (_req, res, next) => {

@@ -14,6 +14,9 @@ export interface UploadLimits {
 /** The deploy slot an upload is read in, as the upload sees it. */
 export type UploadSlot = Pick<Slot, 'quiet' | 'revoked'>;
 
+/** For a body read outside a deploy slot (a manifest, under its own turns): nothing to give up. */
+export const NO_SLOT: UploadSlot = { quiet: () => undefined, revoked: new AbortController().signal };
+
 /**
  * Watches an upload's body as it streams: past `maxBytes` it is too large, a client
  * that hangs up is gone, and one silent for `idleSeconds` while the body is wanted has

@@ -1,4 +1,4 @@
-import express from 'express';
+import type express from 'express';
 import type { Request } from 'express';
 import type { SessionState } from '../../../application/deploy-session-access.js';
 import type { DeploySessionSummary } from '../../../application/ports/deploy-sessions.js';
@@ -7,7 +7,8 @@ import { bearerToken } from '../bearer.js';
 import type { HttpDeps } from '../http-deps.js';
 import { UploadTooLarge } from '../http-errors.js';
 import { continueIfExpected, declaredLength, fallback, methodNotAllowed } from '../middleware.js';
-import { jsonObject, optionalString } from '../request-body.js';
+import { bodyCoding } from '../body-coding.js';
+import { readManifestBody } from '../manifest-body.js';
 import { readUploadBody } from '../upload-body.js';
 import { deployedAnswer, inDeploySlot, uploadLimits } from './deploy.js';
 
@@ -55,35 +56,32 @@ function listedSession(session: DeploySessionSummary): Record<string, unknown> {
  */
 export function deploySessionRoutes(
   app: express.Express,
-  deps: Pick<HttpDeps, 'settings' | 'sessions' | 'deploys' | 'slots' | 'metrics' | 'logger'>,
+  deps: Pick<HttpDeps, 'settings' | 'sessions' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>,
   auth: Authentication,
 ): void {
   const { settings } = deps;
-  // gzip-compressed manifests are inflated here, and the limit holds for what they inflate to.
-  let parser: express.RequestHandler | undefined;
-  const manifestBody: express.RequestHandler = (req, res, next) => {
-    parser ??= express.json({ limit: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, strict: true, inflate: true, type: () => true });
-    return parser(req, res, next);
-  };
+  // A gzip-compressed manifest is inflated as it is read, and the limit holds for what it inflates to too.
+  const manifestLimits = () => ({ maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds });
 
   app
     .route('/api/v1/deploys')
     .post(fallback('deployment failed'), async (req, res) => {
-      // Signed in before a byte of the manifest is read.
+      // Signed in, and the body's coding and length checked, before a byte of the manifest is read.
       const { user, key } = await auth.deployer(req, res);
-      continueIfExpected(req, res);
-      await new Promise<void>((resolve, reject) =>
-        manifestBody(req, res, (error?: unknown) => {
-          if (error === undefined) resolve();
-          // A manifest too large for MAX_FILES is an upload too large, not a malformed one.
-          else reject((error as { type?: unknown }).type === 'entity.too.large' ? new UploadTooLarge() : (error as Error));
-        }),
-      );
-      const body = jsonObject(req.body);
-      const project = optionalString(body, 'project') ?? '';
-      const preview = optionalString(body, 'preview');
-      const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project, preview, files: body.files, base: body.base, removed: body.removed });
-      res.status(201).json(sessionAnswer(state));
+      bodyCoding(req);
+      const limits = manifestLimits();
+      if ((declaredLength(req) ?? 0) > limits.maxBytes) throw new UploadTooLarge();
+      const endTurn = await deps.opens.turn(user, res);
+      const read = { inflated: 0 };
+      try {
+        continueIfExpected(req, res);
+        const manifest = deps.sessions.open.reader();
+        const { project, preview, base } = await readManifestBody(req, manifest, limits, read);
+        const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project: project ?? '', preview, base, manifest });
+        res.status(201).json(sessionAnswer(state));
+      } finally {
+        endTurn(read.inflated);
+      }
     })
     // The owner's own token only, as every management route: a key gets 401.
     .get(fallback('failed to list deploy sessions'), async (req, res) => {
@@ -111,6 +109,9 @@ export function deploySessionRoutes(
       const { user } = await auth.deployer(req, res);
       const token = bearerToken(req) ?? '';
       const started = performance.now();
+      // The batch is gzip whatever the header says: `Content-Encoding: gzip` tells no more,
+      // and it is read as it is; any other coding is refused.
+      bodyCoding(req);
       if ((declaredLength(req) ?? 0) > settings.maxUploadBytes) throw new UploadTooLarge();
       const { session, stored } = await inDeploySlot(deps, user, res, started, async (signal, slot) => {
         continueIfExpected(req, res);

@@ -4,7 +4,7 @@ import type { FilesMode } from '../../../application/delete-user.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
 import { InvalidFilesMode, InvalidRequestBody } from '../http-errors.js';
-import { fallback, jsonBody, methodNotAllowed } from '../middleware.js';
+import { fallback, methodNotAllowed, specJsonBody } from '../middleware.js';
 import { jsonObject } from '../request-body.js';
 
 function usernameOf(body: unknown): string {
@@ -24,12 +24,12 @@ function filesModeOf(body: unknown): FilesMode {
 export function userRoutes(app: express.Express, deps: Pick<HttpDeps, 'createUser' | 'deleteUser' | 'listUsers' | 'logger'>, auth: Authentication): void {
   app
     .route('/api/v1/auth')
-    .post(fallback('failed to create user'), auth.admin, jsonBody, async (req: Request, res: Response) => {
+    .post(fallback('failed to create user'), auth.admin, specJsonBody, async (req: Request, res: Response) => {
       const issued = await deps.createUser.execute({ username: usernameOf(req.body) });
       deps.logger.info('user token issued', { user: issued.user, outcome: issued.outcome });
       res.json({ status: 'ok', token: issued.token });
     })
-    .delete(fallback('failed to delete user'), auth.admin, jsonBody, async (req: Request, res: Response) => {
+    .delete(fallback('failed to delete user'), auth.admin, specJsonBody, async (req: Request, res: Response) => {
       const username = usernameOf(req.body);
       const files = filesModeOf(req.body);
       await deps.deleteUser.execute({ username, files });
