@@ -1,7 +1,8 @@
 // Deterministic site fixtures: the same seed writes the same bytes, so figures are comparable.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 
 /** mulberry32: small, fast, seeded. */
 function rng(seed) {
@@ -88,4 +89,21 @@ export function makeLargeUpload(root, bytes, seed = 7) {
   const archive = join(root, 'large.tgz');
   execFileSync('tar', ['-czf', archive, '-C', site, '.']);
   return archive;
+}
+
+/** Every file under `root` as an incremental deploy's manifest entry, in the order a walk finds them. */
+export function manifestOf(root) {
+  const files = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else {
+        const bytes = readFileSync(path);
+        files.push({ path: relative(root, path), size: bytes.length, digest: createHash('sha256').update(bytes).digest('hex') });
+      }
+    }
+  };
+  walk(root);
+  return files;
 }

@@ -6,14 +6,14 @@
 // key of the project, alternated; each session is cancelled at once. The first open by the
 // key after a start lists every release's inodes (cold); the rest find them remembered.
 //   npm run build && node bench/key-open.mjs [--rounds 7] [--releases 5] [--main <another tree's dist/main.js>]
-import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { makeSite, SHAPES } from './fixtures.mjs';
+import { makeSite, manifestOf, SHAPES } from './fixtures.mjs';
 import { createUser, httpDeploy, startService } from './service.mjs';
 
 const { values: opts } = parseArgs({
@@ -30,21 +30,6 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-function manifestOf(site) {
-  const files = [];
-  const walk = (dir) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else {
-        const bytes = readFileSync(path);
-        files.push({ path: relative(site, path), size: bytes.length, digest: createHash('sha256').update(bytes).digest('hex') });
-      }
-    }
-  };
-  walk(site);
-  return files;
-}
 
 /** A request with a JSON body (`gzipped` if so); its answer and how long it took. */
 async function call(url, token, method, path, body, gzipped = false) {

@@ -9,15 +9,15 @@
 // release changing 5% of it, each opened and cancelled `--opens` times.
 //   npm run build && node bench/manifest-bombs.mjs [--at-once 8,20] [--opens 5] [--concurrent N] [--main <another build's dist/main.js>]
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { makeSite, SHAPES } from './fixtures.mjs';
+import { makeSite, manifestOf, SHAPES } from './fixtures.mjs';
 import { percentile, startMonitor } from './monitor.mjs';
 import { createUser, httpDeploy, startService } from './service.mjs';
 
@@ -123,22 +123,6 @@ const cpuMs = (pid, mainThread = false) => {
 };
 const readRssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
-/** Every file under `root` as a manifest entry, paths in the order a walk finds them. */
-function manifestOf(root) {
-  const out = [];
-  const walk = (dir) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else {
-        const bytes = readFileSync(path);
-        out.push({ path: relative(root, path), size: bytes.length, digest: sha256(bytes) });
-      }
-    }
-  };
-  walk(root);
-  return out;
-}
 
 async function honestOpens(runs) {
   const dir = await mkdtemp(join(tmpdir(), 'sitedrop-opens-'));
