@@ -24,6 +24,7 @@ import { DEPLOY_KEY_STORE } from './application/ports/deploy-key-store.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
+import { ServeSiteRules } from './application/serve-site-rules.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
@@ -60,6 +61,10 @@ import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
 import { NodeStaging } from './adapters/fs/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
+import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
+import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
+import { RELEASE_RULES } from './application/ports/release-rules.js';
+import { WEB_SERVER } from './application/ports/web-server.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -87,6 +92,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
+  c.bind(RELEASE_RULES).to(ReleaseRulesFiles).inSingletonScope();
+  c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
@@ -106,7 +113,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
   const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ListDeploySessions, ExpireDeploySessions];
-  for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ...incremental]) {
+  for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ServeSiteRules, ...incremental]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

@@ -9,6 +9,7 @@ import { DeleteUser } from './application/delete-user.js';
 import { DeleteProject } from './application/delete-project.js';
 import { DeletePreview } from './application/delete-preview.js';
 import { ExpirePreviews } from './application/expire-previews.js';
+import { ServeSiteRules } from './application/serve-site-rules.js';
 import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
 import { CancelDeploySession } from './application/cancel-deploy-session.js';
 import { ListDeploySessions } from './application/list-deploy-sessions.js';
@@ -52,6 +53,11 @@ export async function startService(config: Config, adminToken: string, logger: L
   const container = await buildContainer(config, logger);
   const removed = await container.get(CleanUpLeftovers).execute();
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
+  // Sites keep being served meanwhile; a web server that cannot be told now is told by the next deploy.
+  await container.get(ServeSiteRules).execute().then(
+    (sites) => logger.info('sites handed to the web server', { sites }),
+    (error: unknown) => logger.error('telling the web server its sites failed', { error: (error as Error).message }),
+  );
   container.get(FS_THREADS).warmUp();
 
   const deploys = new DeployTracker();

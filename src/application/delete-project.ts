@@ -10,6 +10,7 @@ import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 import { STAGING, type Staging } from './ports/staging.js';
+import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 /**
  * Removes a project's live link, its previews, all its releases and its deploy keys, and
@@ -25,6 +26,7 @@ export class DeleteProject {
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
     @inject(STAGING) private readonly staging: Staging,
+    @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
   async execute(user: Username, projectName: string): Promise<void> {
@@ -37,6 +39,7 @@ export class DeleteProject {
       // The previews' links before the releases they point to, as the live link is.
       await this.previews.removeProject(user, project);
       await this.releases.removeProject(user, project);
+      await this.webServer.forget({ user, project });
     });
   }
 }

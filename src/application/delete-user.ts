@@ -8,6 +8,7 @@ import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { STAGING, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
+import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 export type FilesMode = 'persist' | 'delete';
 
@@ -30,6 +31,7 @@ export class DeleteUser {
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(STAGING) private readonly staging: Staging,
+    @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
@@ -44,6 +46,7 @@ export class DeleteUser {
       if (input.files === 'delete') {
         await this.previews.removeUser(user);
         await this.releases.removeUserFiles(user);
+        await this.webServer.forget({ user });
       }
     });
   }

@@ -4,7 +4,10 @@ import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
+import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { WEB_SERVER, type WebServer } from './ports/web-server.js';
+import { rulesOfRelease } from './release-site-rules.js';
 import { PruneReleases } from './prune-releases.js';
 import type { RolledBack } from './rollback-release.js';
 
@@ -19,6 +22,8 @@ export class PromotePreview {
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(PruneReleases) private readonly retention: PruneReleases,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
+    @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
   async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
@@ -27,6 +32,8 @@ export class PromotePreview {
     return this.lock.withProject(user, project, async () => {
       const preview = await this.retention.preview(user, project, name);
       const previous = await this.releases.liveRelease(user, project);
+      const rules = await rulesOfRelease(this.rules, { user, project, release: preview.release });
+      await this.webServer.willServe({ site: { user, project }, release: preview.release, rules });
       // Live from now on: live history that a plain rollback may return to and retention keeps.
       await this.records.markLive(user, project, preview.release);
       await this.releases.activate(user, project, preview.release);

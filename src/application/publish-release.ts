@@ -13,9 +13,12 @@ import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { STAGING, type StagedRelease, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
+import { WEB_SERVER, type SiteAddress, type WebServer } from './ports/web-server.js';
+import { compileStagedRules, rulesOfRelease } from './release-site-rules.js';
 
 export interface Deployed {
   readonly user: Username;
@@ -72,14 +75,21 @@ export class PublishRelease {
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
+    @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
   async execute({ user, token, project, preview, staged, stageMs, claim }: PublishInput): Promise<Deployed> {
     let committed: ReleaseId | undefined;
     let live = false;
+    // What the web server served at the site before it was readied for the new release.
+    let before: { release: ReleaseId | undefined } | undefined;
+    const site: SiteAddress = { user, project, ...(preview === undefined ? {} : { preview }) };
     const ms = () => this.clock.now().getTime();
     const waiting = ms();
     try {
+      // Before the lock: a rule file that cannot be honoured refuses the deploy at once.
+      const rules = await compileStagedRules(this.rules, staged);
       return await this.lock.withProject(user, project, async (held) => {
         const locked = ms();
         // Only with a quota do the user's projects publish one at a time: without one
@@ -101,6 +111,8 @@ export class PublishRelease {
         if (preview !== undefined) await this.records.record(record);
         await this.releases.commit(staged, user, project, release);
         committed = release;
+        before = { release: preview === undefined ? await this.releases.liveRelease(user, project) : previews.find((p) => p.name === preview)?.release };
+        await this.webServer.willServe({ site, release, rules });
         // A preview's release goes live at its own address; the live link does not move.
         if (preview === undefined) await this.releases.activate(user, project, release);
         else await this.previews.link(user, project, preview, release);
@@ -125,10 +137,18 @@ export class PublishRelease {
         };
       });
     } catch (error) {
+      if (before !== undefined && !live) await this.serveAgain(site, before.release);
       if (committed === undefined) await this.staging.discard(staged);
       else if (!live) await this.releases.removeRelease(user, project, committed);
       throw error;
     }
+  }
+
+  /** The link did not move after all: the web server goes back to what it served (a new site's link never existed). */
+  private async serveAgain(site: SiteAddress, release: ReleaseId | undefined): Promise<void> {
+    if (release === undefined) return;
+    const rules = await rulesOfRelease(this.rules, { user: site.user, project: site.project, release });
+    await this.webServer.willServe({ site, release, rules }).catch(() => undefined);
   }
 
   /**

@@ -7,7 +7,10 @@ import { existingProject } from './existing-project.js';
 import { previewOnlyReleases } from './prune-releases.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
+import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { WEB_SERVER, type WebServer } from './ports/web-server.js';
+import { rulesOfRelease } from './release-site-rules.js';
 
 export interface RolledBack {
   readonly release: ReleaseId;
@@ -26,6 +29,8 @@ export class RollbackRelease {
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
+    @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
   async execute(user: Username, projectName: string, requested?: string): Promise<RolledBack> {
@@ -34,6 +39,9 @@ export class RollbackRelease {
     return this.lock.withProject(user, project, async () => {
       const [{ ids, live }, previewOnly] = await Promise.all([existingProject(this.releases, user, project), previewOnlyReleases(this.records, user, project)]);
       const release = rollbackTarget(ids, live, wanted, previewOnly);
+      // Its own rules switch with its files (a release from before rules gets them compiled).
+      const rules = await rulesOfRelease(this.rules, { user, project, release });
+      await this.webServer.willServe({ site: { user, project }, release, rules });
       if (previewOnly.includes(release)) await this.records.markLive(user, project, release);
       await this.releases.activate(user, project, release);
       return { release, previous: live };

@@ -71,7 +71,7 @@ export function normaliseEntryPath(rawPath: string): string {
   if (rawPath.startsWith('/')) throw new ArchiveRejected(`absolute path not allowed: ${shownName(rawPath)}`);
   if (/^[A-Za-z]:/.test(rawPath)) throw new ArchiveRejected(`drive-letter path not allowed: ${shownName(rawPath)}`);
   if (rawPath.includes('\\')) throw new ArchiveRejected(`backslash in path not allowed: ${shownName(rawPath)}`);
-  if (alreadyNormal(rawPath)) return rawPath;
+  if (alreadyNormal(rawPath)) return notReserved(rawPath, rawPath);
   const parts = rawPath.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.length > PATH_LIMITS.maxDepth) {
     throw new ArchiveRejected(`path nested deeper than ${PATH_LIMITS.maxDepth} levels: ${shownName(rawPath)}`);
@@ -82,6 +82,16 @@ export function normaliseEntryPath(rawPath: string): string {
   const path = parts.join('/');
   if (!fitsInBytes(path, PATH_LIMITS.maxPathBytes)) {
     throw new ArchiveRejected(`path longer than ${PATH_LIMITS.maxPathBytes} bytes: ${shownName(rawPath)}`);
+  }
+  return notReserved(path, rawPath);
+}
+
+/** sitedrop's own files in a release (its compiled rules): a site may not hold or shadow them. */
+export const RESERVED_DIRECTORY = '.sitedrop';
+
+function notReserved(path: string, rawPath: string): string {
+  if (path === RESERVED_DIRECTORY || path.startsWith(`${RESERVED_DIRECTORY}/`)) {
+    throw new ArchiveRejected(`paths under ${RESERVED_DIRECTORY}/ are reserved for sitedrop: ${shownName(rawPath)}`);
   }
   return path;
 }

@@ -72,6 +72,14 @@ export class StorageQuotaExceeded extends DomainError {
   }
 }
 
+/** The web server could not be readied for a release (WEBSERVER_RELOAD or its admin API failed); the site is as it was. */
+export class WebServerFailed extends DomainError {
+  readonly code = 'web_server_failed';
+  constructor(readonly reason: string) {
+    super(`the web server could not be reloaded: ${reason}`);
+  }
+}
+
 /** The deploy was given up before it was published (client gone, shutdown). */
 export class DeployAborted extends DomainError {
   readonly code = 'deploy_aborted';

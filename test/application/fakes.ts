@@ -5,14 +5,17 @@ import type { PreviewLinks } from '../../src/application/ports/preview-links.js'
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
 import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { ReleaseRules, RuleFiles, RulesOf } from '../../src/application/ports/release-rules.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
+import type { ServedSite, SiteScope, WebServer } from '../../src/application/ports/web-server.js';
+import { compileSiteRules, hasNoRules, type SiteRules } from '../../src/domain/site-rules.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
-import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected } from '../../src/domain/errors.js';
+import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
 import { sameSigner } from '../../src/domain/deploy-session.js';
 import { assertExpectedObject, assertObjectBytes, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { PackedManifest } from '../../src/domain/packed-manifest.js';
@@ -60,6 +63,12 @@ export interface SiteFile {
 /** The names an archive's lines get, in order (as the real contract's archives name them): they sort in the order given. */
 export const pathOf = (i: number): string => `f${String(i).padStart(3, '0')}.txt`;
 
+/** A line `@<path> <content>` of a fake archive names its file (a rule file, say). */
+function namedLine(line: string): SiteFile | undefined {
+  const named = /^@(\S+) ([\s\S]*)$/.exec(line);
+  return named ? { path: named[1]!, content: named[2]!.replaceAll('\\n', '\n') } : undefined;
+}
+
 /** The whole upload as text; a stalled one is given up as soon as `signal` fires, as the real unpacking is. */
 async function textOf(source: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<string> {
   const iterator = source[Symbol.asyncIterator]();
@@ -95,6 +104,8 @@ export class InMemoryDeploys {
   /** Releases by `user/project`, each its files. */
   readonly tree = new Map<string, Map<ReleaseId, readonly SiteFile[]>>();
   readonly live = new Map<string, ReleaseId>();
+  /** Compiled rules, by staging handle or `user/project/release`. */
+  readonly compiledRules = new Map<string, SiteRules>();
   /** Each user's store: contents by digest. */
   readonly stores = new Map<Username, Map<Digest, string>>();
   /** Each session's uploads: contents by digest. */
@@ -103,6 +114,7 @@ export class InMemoryDeploys {
   readonly staging = new InMemoryStaging(this);
   readonly store = new InMemoryReleaseStore(this);
   readonly objects = new InMemorySessionObjects(this);
+  readonly rules = new InMemoryReleaseRules(this);
   private handles = 0;
 
   storeOf(user: Username): Map<Digest, string> {
@@ -135,7 +147,7 @@ export class InMemoryStaging implements Staging {
     const text = await textOf(archive, signal);
     if (text === '') throw new MissingArchive();
     if (text.startsWith('REJECT')) throw new ArchiveRejected(text);
-    return this.staged(user, text.split('\n').map((content, i) => ({ path: pathOf(i), content })));
+    return this.staged(user, text.split('\n').map((line, i) => namedLine(line) ?? { path: pathOf(i), content: line }));
   }
 
   /** Sessions prepare() was told of, by user: there is nothing to build ahead in memory. */
@@ -187,6 +199,61 @@ export class InMemoryStaging implements Staging {
   }
 }
 
+export class InMemoryReleaseRules implements ReleaseRules {
+  constructor(private readonly disk: InMemoryDeploys) {}
+
+  async files(of: RulesOf, maxBytes: number): Promise<RuleFiles> {
+    const files = 'staged' in of ? this.disk.staged.get(of.staged.handle)?.files : this.disk.tree.get(`${of.user}/${of.project}`)?.get(of.release);
+    const read = (name: '_redirects' | '_headers'): string | undefined => {
+      const content = files?.find((f) => f.path === name)?.content;
+      if (content !== undefined && Buffer.byteLength(content) > maxBytes) throw new SiteRulesRejected(name, undefined, `larger than ${maxBytes} bytes`);
+      return content;
+    };
+    const redirects = read('_redirects');
+    const headers = read('_headers');
+    return { ...(redirects === undefined ? {} : { redirects }), ...(headers === undefined ? {} : { headers }) };
+  }
+
+  async isCompiled(of: RulesOf): Promise<boolean> {
+    return this.disk.compiledRules.has(this.keyOf(of));
+  }
+
+  async write(of: RulesOf, rules: SiteRules): Promise<void> {
+    if (!hasNoRules(rules)) this.disk.compiledRules.set(this.keyOf(of), rules);
+  }
+
+  async compiled(of: RulesOf): Promise<SiteRules> {
+    return this.disk.compiledRules.get(this.keyOf(of)) ?? compileSiteRules({});
+  }
+
+  private keyOf(of: RulesOf): string {
+    return 'staged' in of ? of.staged.handle : `${of.user}/${of.project}/${of.release}`;
+  }
+}
+
+/** What a web server configured per site was told it serves, by site. */
+export class InMemoryWebServer implements WebServer {
+  readonly serving = new Map<string, ServedSite>();
+  failing = false;
+
+  async willServe(served: ServedSite): Promise<void> {
+    if (this.failing) throw new WebServerFailed('reload refused');
+    this.serving.set(siteKey(served.site), served);
+  }
+
+  async forget(scope: SiteScope): Promise<void> {
+    const prefix = siteKey(scope);
+    for (const key of [...this.serving.keys()]) if (key === prefix || key.startsWith(`${prefix}/`)) this.serving.delete(key);
+  }
+
+  async reconcile(sites: readonly ServedSite[]): Promise<void> {
+    this.serving.clear();
+    for (const served of sites) this.serving.set(siteKey(served.site), served);
+  }
+}
+
+const siteKey = (scope: SiteScope): string => [scope.user, scope.project, scope.preview].filter((part) => part !== undefined).join('/');
+
 export class InMemoryReleaseStore implements ReleaseStore {
   constructor(private readonly disk: InMemoryDeploys) {}
 
@@ -198,6 +265,9 @@ export class InMemoryReleaseStore implements ReleaseStore {
     if (releases.has(id)) throw new Error(`release ${id} exists`);
     this.disk.staged.delete(staged.handle);
     this.disk.tree.set(key, releases.set(id, area.files));
+    const rules = this.disk.compiledRules.get(staged.handle);
+    this.disk.compiledRules.delete(staged.handle);
+    if (rules) this.disk.compiledRules.set(`${key}/${id}`, rules);
     const store = this.disk.storeOf(user);
     for (const { content } of area.files) if (content !== '') store.set(sha256(content), content);
   }

@@ -17,7 +17,7 @@ import { readParsedManifest, type Digest, type ManifestFile } from '../../src/do
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from './fakes.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -37,7 +37,7 @@ async function world() {
   const keys = new InMemoryDeployKeyStore();
   const lock = new InProcessDeployLock();
   const records = new InMemoryDeployRecords();
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews);
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer());
   const sessions = new InMemoryDeploySessions();
   const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
   const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
@@ -53,7 +53,7 @@ async function world() {
       return { keyId: id, token: token as string };
     },
     revoke: new RevokeDeployKey(keys, lock, sessions, disk.objects, disk.staging),
-    deleteProject: new DeleteProject(disk.store, lock, keys, previews, sessions, disk.objects, disk.staging),
+    deleteProject: new DeleteProject(disk.store, lock, keys, previews, sessions, disk.objects, disk.staging, new InMemoryWebServer()),
     /** Moves the clock on: every session opened so far goes unused that long. */
     idle: (seconds: number) => (clock.current = new Date(clock.current.getTime() + seconds * 1000)),
     publish: (id: string) => new PublishDeploySession(access, sessions, disk.staging, disk.objects, publisher, clock).execute({ user: alice, token: TOKEN, id }),

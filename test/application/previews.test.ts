@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { PreviewNotFound, StorageQuotaExceeded, TooManyPreviews } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer } from './fakes.js';
 
 const ann = 'ann' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -26,7 +26,8 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
   const records = new InMemoryDeployRecords();
   const prune = new PruneReleases(releases, settings, previews, clock, records);
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews));
+  const webServer = new InMemoryWebServer();
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer));
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };
@@ -39,8 +40,8 @@ async function world(over: { userMaxBytes?: number } = {}) {
     previews,
     deploy,
     list: new ListPreviews(previews, settings, clock),
-    promote: new PromotePreview(releases, lock, prune, records),
-    remove: new DeletePreview(previews, lock, prune),
+    promote: new PromotePreview(releases, lock, prune, records, disk.rules, webServer),
+    remove: new DeletePreview(previews, lock, prune, webServer),
     expire: new ExpirePreviews(previews, lock, prune),
   };
 }

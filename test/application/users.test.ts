@@ -9,7 +9,7 @@ import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from './fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();
@@ -24,7 +24,7 @@ function world() {
     disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging, new InMemoryWebServer()),
     authenticate: new AuthenticateUser(tokens),
   };
 }

@@ -20,11 +20,13 @@ import {
   PreviewNotFound,
   ProjectNotFound,
   ReleaseNotFound,
+  SiteRulesRejected,
   StorageQuotaExceeded,
   TooManyDeploySessions,
   TooManyPreviews,
   Unauthorized,
   UserNotFound,
+  WebServerFailed,
 } from '../../domain/errors.js';
 import { HttpError, InvalidRequestBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
@@ -78,6 +80,8 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
     if (error instanceof ManifestRejected) return respond(400, `invalid manifest: ${error.reason}`);
     if (error instanceof ObjectsRejected) return respond(400, `invalid objects: ${error.reason}`);
+    // Its message names the file and the line; what it quotes of the line is shown as names are.
+    if (error instanceof SiteRulesRejected) return respond(400, error.message);
     if (error instanceof DeploySessionNotFound) return respond(404, 'deploy session not found');
     // 409: the server's releases, not the request's form, are in the way; the whole manifest always works.
     if (error instanceof BaseReleaseChanged) return respond(409, 'base release not found or changed: send the whole manifest');
@@ -97,6 +101,8 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     // The spec answers an unknown user with 500, not 404.
     if (error instanceof UserNotFound) return respond(500, 'user not found');
     if (error instanceof ArchiveRejected) return respond(500, `failed to extract tarball: ${error.reason}`);
+    // Logged with its reason (the reload command's own words stay in the log).
+    if (error instanceof WebServerFailed) return respond(500, `${fallback}: the web server could not be reloaded`, false);
     // Given up at shutdown: the spec's statuses for a deploy leave only 500 for it.
     if (error instanceof DeployAborted) return respond(500, fallback);
   }
