@@ -19,7 +19,7 @@ describe.skipIf(!NGINX)("previews behind a real nginx, with docs/nginx.md's serv
     h = await startHarness();
     // nginx's workers run as nobody: they must be able to reach and read the releases.
     await chmod(h.root, 0o755);
-    nginx = await startNginx(h.docsRoot, h.previewsRoot);
+    nginx = await startNginx(h);
     token = await h.createUser('ann');
   });
   afterAll(async () => {

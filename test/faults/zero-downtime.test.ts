@@ -15,7 +15,7 @@ describe.skipIf(!NGINX)('zero downtime behind a real nginx', () => {
     h = await startHarness();
     // nginx's workers run as nobody: they must be able to reach and read the releases.
     await chmod(h.root, 0o755);
-    nginx = await startNginx(h.docsRoot, h.previewsRoot);
+    nginx = await startNginx(h);
     port = nginx.port;
   });
   afterAll(async () => {

@@ -3,6 +3,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../../src/adapters/config/config.js';
+import { writeWebServerConfig } from '../../src/adapters/webserver/webserver-config.js';
 import { until } from './slow-upload.js';
 
 function nginxBinary(): string | undefined {
@@ -26,26 +28,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The server block docs/nginx.md recommends, as tested: live sites at /, previews at /_previews/. */
-export function serverBlock(port: number, docsRoot: string, previewsRoot: string): string {
-  return `server {
-        listen 127.0.0.1:${port};
-        root ${docsRoot};
-        # Each live site is a symlink to its current release: nginx must follow it.
-        disable_symlinks off;
-        # A cached path resolution could outlive a swap; keep it off (docs/nginx.md).
-        open_file_cache off;
-        location / {
-            try_files $uri $uri/index.html =404;
-        }
-        # No username can be '_previews': previews never share an address with a live site.
-        location /_previews/ {
-            alias ${previewsRoot}/;
-            try_files $uri $uri/index.html =404;
-        }
-    }`;
-}
-
 export interface RunningNginx {
   readonly port: number;
   /** nginx's error log so far. */
@@ -53,23 +35,37 @@ export interface RunningNginx {
   stop(): Promise<void>;
 }
 
-/** A real nginx, workers as nobody, serving `serverBlock` for the two roots. */
-export async function startNginx(docsRoot: string, previewsRoot: string): Promise<RunningNginx> {
-  if (!NGINX) throw new Error('nginx is not installed');
+/** The roots a service serves from, as the generated configuration needs them. */
+export interface ServedRoots {
+  readonly root: string;
+}
+
+/**
+ * A real nginx, workers as nobody, running the configuration `npm run webserver-config --
+ * nginx` writes for the service whose DATA_DIR is `roots.root` (its default roots), as
+ * docs/nginx.md says to run it: modules.conf in the main context, sitedrop.conf inside
+ * `http { }` with Debian's mime.types.
+ */
+export async function startNginx(roots: ServedRoots, env: Record<string, string> = {}): Promise<RunningNginx> {
+  if (!NGINX) throw new Error('nginx is not installed (.ci/run installs nginx-light and its modules)');
   const prefix = await mkdtemp(join(tmpdir(), 'sitedrop-nginx-'));
   await mkdir(join(prefix, 'logs'));
   const port = await freePort();
+  const config = loadConfig({ DATA_DIR: roots.root, PUBLIC_BASE: `http://127.0.0.1:${port}`, ...env });
+  writeWebServerConfig('nginx', config, join(prefix, 'generated'));
   const conf = `daemon off;
+include ${prefix}/generated/modules.conf;
 worker_processes 2;
 user nobody nogroup;
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/logs/error.log warn;
 events { worker_connections 512; }
 http {
+    include /etc/nginx/mime.types;
     access_log off;
     client_body_temp_path ${prefix}/client_body;
     proxy_temp_path ${prefix}/proxy;
-    ${serverBlock(port, docsRoot, previewsRoot)}
+    include ${prefix}/generated/sitedrop.conf;
 }
 `;
   await writeFile(join(prefix, 'nginx.conf'), conf);
@@ -87,6 +83,7 @@ http {
     errors: () => readFile(join(prefix, 'logs/error.log'), 'utf8'),
     async stop() {
       nginx.kill('SIGQUIT');
+      await new Promise((resolve) => (nginx.exitCode !== null ? resolve(undefined) : nginx.once('exit', resolve)));
       await rm(prefix, { recursive: true, force: true });
     },
   };

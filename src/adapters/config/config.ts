@@ -48,6 +48,10 @@ export interface Config {
   readonly uploadIdleSeconds: number;
   /** A deploy whose body stops arriving this long loses its slot (408) to any deploy that waits; 0 never does. */
   readonly uploadStallSeconds: number;
+  /** WEBSERVER_RELOAD: a shell command run when configuration sitedrop generated for the web server changes; undefined, none. */
+  readonly webServerReload: string | undefined;
+  /** CADDY_ADMIN: Caddy's admin endpoint (host:port), when Caddy serves the sites and sitedrop configures it per site. */
+  readonly caddyAdmin: string | undefined;
 }
 
 export { ConfigError };
@@ -68,6 +72,11 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
 function optionalInteger(env: Env, name: string, min: number): number | undefined {
   const raw = env[name];
   return raw === undefined || raw === '' ? undefined : integer(env, name, min, min);
+}
+
+function optionalText(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw === undefined || raw === '' ? undefined : raw;
 }
 
 function path(env: Env, name: string, fallback: string): string {
@@ -171,5 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     // 0.3 s), room for a lossy link's retransmissions, and short enough that 20 stalled
     // uploads ahead of 50 deploys let 46 publish within 120 s (docs/performance.md, "A flood of deploys").
     uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
+    webServerReload: optionalText(env, 'WEBSERVER_RELOAD'),
+    caddyAdmin: optionalText(env, 'CADDY_ADMIN'),
   };
 }

@@ -49,6 +49,8 @@ function serverBlock(server: SiteServer, input: NginxInput): string {
     'disable_symlinks off;',
     '# A cached resolution of a link could outlive a swap (docs/nginx.md).',
     'open_file_cache off;',
+    '# Locations as the client asked (behind a proxy, the host and port it used).',
+    'absolute_redirect off;',
     `set $sitedrop_deploys ${quote(input.deploysRoot)};`,
   ];
   // Previews first: regular expressions are tried in order, and no user is `_previews`.
@@ -66,6 +68,10 @@ function serverBlock(server: SiteServer, input: NginxInput): string {
     '        gzip_static on;',
     '        gzip_vary on;',
     '    }',
+    '}',
+    '# Anything else on this server is no site.',
+    'location / {',
+    '    return 404;',
     '}',
     'location = /.sitedrop-plain-404 {',
     '    internal;',
