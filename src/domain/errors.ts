@@ -207,3 +207,15 @@ export class BaseReleaseChanged extends DomainError {
     super('base release not found or changed');
   }
 }
+
+/** A site's rule file has a line sitedrop cannot honour; nothing was published. */
+export class SiteRulesRejected extends DomainError {
+  readonly code = 'site_rules_rejected';
+  constructor(
+    readonly file: '_redirects' | '_headers',
+    readonly line: number | undefined,
+    readonly reason: string,
+  ) {
+    super(line === undefined ? `invalid ${file}: ${reason}` : `invalid ${file}: line ${line}: ${reason}`);
+  }
+}
