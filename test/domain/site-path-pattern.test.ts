@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CONTROL, RuleReason } from '../../src/domain/rule-file-text.js';
 import { compilePattern } from '../../src/domain/site-path-pattern.js';
-import { anyCodeUnit, pattern, ruleToken } from '../support/site-rule-arbitraries.js';
+import { anyCodeUnit, pathFor, pattern, ruleToken } from '../support/site-rule-arbitraries.js';
 
 /** The portable subset the brief allows, as a grammar (with no CONTROL): if it matches, JS, PCRE and RE2 read the source alike. */
 const PORTABLE = /^\^(?:\/|[A-Za-z0-9_~-]|\\\.|\\x[0-9A-F]{2}|[^ -~]|\(\[\^\/\]\+\))*(?:\(\?:\/\(\.\*\)\)\?|\(\.\*\)|\/\?)?\$$/;
@@ -85,16 +85,11 @@ describe('a site path pattern', () => {
         expect(match).not.toMatch(CONTROL);
         expect(new RegExp(`${match}|`).exec('')!.length - 1).toBe(params.length);
         expect(params).toEqual(p.tail === '/*' || p.tail === '*' ? [...p.names, 'splat'] : p.names);
-        // A request path the pattern describes, decoded as the server sees it.
-        let path = p.segments.map((s, i) => `/${s.name === undefined ? decodeURIComponent(s.text) : values[i % values.length]!}`).join('');
         const splat = splatParts.join('/');
-        if (p.tail === '/*') path += splat === '' && slash ? '' : `/${splat}`;
-        else if (p.tail === '*') path += splat;
-        else if (path === '') path = '/';
-        else if (slash) path += '/';
+        const path = pathFor(p, values, splat, slash);
         const found = new RegExp(match).exec(path);
         expect(found, `${p.pattern} on ${path}`).not.toBeNull();
-        const named = p.segments.flatMap((s, i) => (s.name === undefined ? [] : [values[i % values.length]]));
+        const named = p.names.map((_, i) => values[i % values.length]);
         expect(found!.slice(1)).toEqual(params.includes('splat') ? [...named, splat === '' && slash && p.tail === '/*' ? undefined : splat] : named);
       }),
     );

@@ -57,3 +57,14 @@ const shapedLine = fc.oneof(
 export const ruleText = fc
   .array(fc.oneof({ arbitrary: shapedLine, weight: 12 }, { arbitrary: ruleLine, weight: 1 }, { arbitrary: ruleToken.map((t) => ` ${t}`), weight: 1 }), { maxLength: 6 })
   .chain((lines) => fc.constantFrom('\n', '\r\n').map((eol) => lines.join(eol)));
+
+/** A decoded request path that `p` matches: `values` fill its placeholders in turn, `splat` its `*`, `slash` adds a trailing '/'. */
+export function pathFor(p: GeneratedPattern, values: readonly string[], splat: string, slash: boolean): string {
+  let n = 0;
+  let path = p.segments.map((s) => `/${s.name === undefined ? decodeURIComponent(s.text) : values[n++ % values.length]!}`).join('');
+  if (p.tail === '/*') path += splat === '' && slash ? '' : `/${splat}`;
+  else if (p.tail === '*') path += splat;
+  else if (path === '') path = '/';
+  else if (slash) path += '/';
+  return path;
+}
