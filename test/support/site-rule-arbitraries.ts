@@ -64,7 +64,6 @@ export function pathFor(p: GeneratedPattern, values: readonly string[], splat: s
   let path = p.segments.map((s) => `/${s.name === undefined ? decodeURIComponent(s.text) : values[n++ % values.length]!}`).join('');
   if (p.tail === '/*') path += splat === '' && slash ? '' : `/${splat}`;
   else if (p.tail === '*') path += splat;
-  else if (path === '') path = '/';
-  else if (slash) path += '/';
-  return path;
+  else if (slash && path !== '') path += '/';
+  return path === '' ? '/' : path;
 }
