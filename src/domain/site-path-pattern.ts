@@ -9,20 +9,26 @@ export const PLACEHOLDER_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * The regex is written in the part of the syntax JavaScript, PCRE and Go's RE2 read alike:
  * `^ $`, `\.`, `\xHH` for any other ASCII punctuation or blank (so that no config file needs
  * to quote it), `([^/]+)`, `(.*)`, `(?:/(.*))?` and `/?`.
+ * `prefix` is the decoded text every matching path starts with: a string test that lets a
+ * web server skip the regex of most rules.
  * Throws RuleReason (an Error) with the reason a pattern is refused.
  */
-export function compilePattern(pattern: string): { match: string; params: string[] } {
+export function compilePattern(pattern: string): { match: string; params: string[]; prefix: string } {
   checkText(pattern);
   const { body, tail } = splitTail(pattern);
-  if (body === '/') return { match: '^/$', params: [] };
+  if (body === '/') return { match: '^/$', params: [], prefix: '/' };
   const segments = (body.endsWith('/') && tail === '/?' ? body.slice(0, -1) : body).split('/').slice(1);
   const params: string[] = [];
   let match = '^';
+  // The decoded text every matching path starts with: the literal segments before any placeholder.
+  let prefix = '';
   segments.forEach((segment, i) => {
     if (segment === '') throw new RuleReason(`empty segment in ${quote(pattern)}`);
     match += '/';
+    if (params.length === 0) prefix += '/';
     if (!segment.startsWith(':')) {
       match += literal(segment, pattern);
+      if (params.length === 0) prefix += decodeOnce(segment)!;
       return;
     }
     const name = segment.slice(1);
@@ -35,7 +41,7 @@ export function compilePattern(pattern: string): { match: string; params: string
   });
   match += tail;
   if (tail !== '/?') params.push('splat');
-  return { match: `${match}$`, params };
+  return { match: `${match}$`, params, prefix };
 }
 
 function checkText(pattern: string): void {

@@ -11,6 +11,8 @@ export interface CompiledRedirect {
   readonly match: string;
   /** The name of each capturing group in `match`, in order ('splat' for the `*`). */
   readonly params: readonly string[];
+  /** Every path `match` matches starts with this (decoded): a cheap test before the regex. */
+  readonly prefix: string;
   /** The target as written in the file (after validation), with `:name`/`:splat` still to fill. */
   readonly to: string;
   readonly status: RedirectStatus;
@@ -24,6 +26,7 @@ export interface CompiledHeaderBlock {
   /** Same regex rules as CompiledRedirect's. */
   readonly match: string;
   readonly params: readonly string[];
+  readonly prefix: string;
   /** In file order; names as written (case kept). */
   readonly headers: readonly { readonly name: string; readonly value: string }[];
 }

@@ -30,7 +30,8 @@ describe('a site path pattern', () => {
     expect(matches('/a*', '/abc/d')).toEqual(['bc/d']);
     expect(matches('/*', '/')).toEqual(['']);
     expect(matches('/*', '/x/y.html')).toEqual(['x/y.html']);
-    expect(compilePattern('/a/:x/b/*')).toEqual({ match: '^/a/([^/]+)/b(?:/(.*))?$', params: ['x', 'splat'] });
+    expect(compilePattern('/a/:x/b/*')).toEqual({ match: '^/a/([^/]+)/b(?:/(.*))?$', params: ['x', 'splat'], prefix: '/a/' });
+    expect(compilePattern('/caf%C3%A9/menu*').prefix).toBe('/café/menu');
     expect(matches('/a/:x/b/*', '/a/1/b/c')).toEqual(['1', 'c']);
     expect(matches('/a/:x/b/*', '/a/1/2/b/c')).toBeUndefined();
   });
@@ -80,7 +81,7 @@ describe('a site path pattern', () => {
   it('compiles every valid pattern to a portable regex with one group per param, which matches the paths it describes', () => {
     fc.assert(
       fc.property(pattern, fc.array(segment, { minLength: 5, maxLength: 5 }), fc.array(segment, { maxLength: 3 }), fc.boolean(), (p, values, splatParts, slash) => {
-        const { match, params } = compilePattern(p.pattern);
+        const { match, params, prefix } = compilePattern(p.pattern);
         expect(match).toMatch(PORTABLE);
         expect(match).not.toMatch(CONTROL);
         expect(new RegExp(`${match}|`).exec('')!.length - 1).toBe(params.length);
@@ -89,6 +90,7 @@ describe('a site path pattern', () => {
         const path = pathFor(p, values, splat, slash);
         const found = new RegExp(match).exec(path);
         expect(found, `${p.pattern} on ${path}`).not.toBeNull();
+        expect(path.startsWith(prefix), `${path} starts with ${prefix}`).toBe(true);
         const named = p.names.map((_, i) => values[i % values.length]);
         expect(found!.slice(1)).toEqual(params.includes('splat') ? [...named, splat === '' && slash && p.tail === '/*' && p.segments.length > 0 ? undefined : splat] : named);
       }),

@@ -11,17 +11,19 @@ import fs from 'fs';
 const HEAD = '/.sitedrop/head.json';
 const REDIRECTS = '/.sitedrop/redirects.json';
 
-function readJson(path) {
+// A missing file is the common case (a site without rules): asked without an exception.
+function stat(path) {
   try {
-    return JSON.parse(fs.readFileSync(path, 'utf8'));
+    return fs.statSync(path, { throwIfNoEntry: false });
   } catch (e) {
     return undefined;
   }
 }
 
-function stat(path) {
+function readJson(path) {
+  if (stat(path) === undefined) return undefined;
   try {
-    return fs.statSync(path);
+    return JSON.parse(fs.readFileSync(path, 'utf8'));
   } catch (e) {
     return undefined;
   }
@@ -61,8 +63,10 @@ function fill(to, params, groups) {
   });
 }
 
+// Most rules are passed over by their literal prefix, without compiling their regex.
 function firstMatch(rules, path) {
   for (let i = 0; i < rules.length; i++) {
+    if (!path.startsWith(rules[i].prefix)) continue;
     const groups = new RegExp(rules[i].match).exec(path);
     if (groups) return { rule: rules[i], target: fill(rules[i].to, rules[i].params, groups) };
   }
@@ -73,7 +77,7 @@ function headersFor(blocks, path) {
   const out = [];
   const at = {};
   for (let i = 0; i < blocks.length; i++) {
-    if (!new RegExp(blocks[i].match).test(path)) continue;
+    if (!path.startsWith(blocks[i].prefix) || !new RegExp(blocks[i].match).test(path)) continue;
     const headers = blocks[i].headers;
     for (let j = 0; j < headers.length; j++) {
       const key = headers[j].name.toLowerCase();
