@@ -24,6 +24,7 @@ import { DEPLOY_KEY_STORE } from './application/ports/deploy-key-store.js';
 import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
+import { PRECOMPRESSION } from './application/ports/precompression.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
@@ -60,6 +61,7 @@ import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
 import { NodeStaging } from './adapters/fs/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
+import { NodePrecompression } from './adapters/precompress/node-precompression.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -87,6 +89,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
+  c.bind(NodePrecompression).toSelf().inSingletonScope();
+  c.bind(PRECOMPRESSION).toService(NodePrecompression);
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
@@ -118,6 +122,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
  */
 export async function disposeContainer(c: Container): Promise<string[]> {
   await c.get(NodeStaging).close();
+  // Cut rather than finished: what it leaves (a scratch area, objects no release links) start-up removes.
+  await c.get(NodePrecompression).close();
   const failed = await c.get(DeploysTree).settle();
   await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();

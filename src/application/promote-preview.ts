@@ -4,6 +4,7 @@ import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
+import { PRECOMPRESSION, type Precompression } from './ports/precompression.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { PruneReleases } from './prune-releases.js';
 import type { RolledBack } from './rollback-release.js';
@@ -19,6 +20,7 @@ export class PromotePreview {
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(PruneReleases) private readonly retention: PruneReleases,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
   async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
@@ -30,6 +32,7 @@ export class PromotePreview {
       // Live from now on: live history that a plain rollback may return to and retention keeps.
       await this.records.markLive(user, project, preview.release);
       await this.releases.activate(user, project, preview.release);
+      this.precompression.queue(user, project, preview.release);
       return { release: preview.release, previous };
     });
   }

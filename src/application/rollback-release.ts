@@ -7,6 +7,7 @@ import { existingProject } from './existing-project.js';
 import { previewOnlyReleases } from './prune-releases.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
+import { PRECOMPRESSION, type Precompression } from './ports/precompression.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 
 export interface RolledBack {
@@ -26,6 +27,7 @@ export class RollbackRelease {
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
+    @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
   async execute(user: Username, projectName: string, requested?: string): Promise<RolledBack> {
@@ -36,6 +38,7 @@ export class RollbackRelease {
       const release = rollbackTarget(ids, live, wanted, previewOnly);
       if (previewOnly.includes(release)) await this.records.markLive(user, project, release);
       await this.releases.activate(user, project, release);
+      this.precompression.queue(user, project, release);
       return { release, previous: live };
     });
   }
