@@ -7,8 +7,7 @@ import { objectPath } from './object-names.js';
  * keyed by the source's digest, in its shard, so any release of any project holding
  * those bytes links the sibling already made, and the store's collection (one link
  * left: no release uses it) takes it with everything else. The store's readers look at
- * 52-character names only, so a derived entry never passes for an object. An empty one
- * says the coding did not make the file smaller (kept only until the next collection).
+ * 52-character names only, so a derived entry never passes for an object.
  *
  * Their mode, 0444, tells them from the site's own files, which are all 0644
  * (archive-policy.ts): a release's manifest and its counted bytes leave them out, so an

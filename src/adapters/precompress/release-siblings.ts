@@ -57,8 +57,6 @@ export class ReleaseSiblings {
     private readonly scratch: string,
     private readonly settings: SiblingSettings,
     private readonly sync: (path: string) => Promise<void>,
-    /** Called after each batch is linked (tests make the release go there). */
-    private readonly afterBatch: () => void = () => undefined,
   ) {
     this.compress = compressorsFor(settings);
   }
@@ -97,17 +95,13 @@ export class ReleaseSiblings {
     for (const coding of wanted) {
       const derived = join(this.store, derivedObjectPath(digest, coding));
       const sibling = siblingOf(file, coding);
-      const known = lstatSync(derived, { throwIfNoEntry: false });
-      if (known?.isFile() && known.size === 0) {
-        this.tally.notSmaller += 1;
-        continue;
-      }
-      if (known?.isFile() && this.linkExisting(derived, sibling)) continue;
+      if (this.linkExisting(derived, sibling)) continue;
       const compressed = this.compress[coding](bytes);
       this.tally.bytesIn += bytes.length;
+      // Nothing is kept of a coding that does not pay: no store entry outlives its releases' links.
+      // Such a file is compressed again in each release that has it (rare from 256 bytes on).
       if (compressed.length >= bytes.length) {
         this.tally.notSmaller += 1;
-        createEmpty(derived);
         continue;
       }
       const temp = join(this.scratch, String(this.scratchCount++));
@@ -117,13 +111,14 @@ export class ReleaseSiblings {
     }
   }
 
-  /** Links a derived object the store has; false if it went meanwhile (collected), and it is made again. */
+  /** Links the derived object if the store has it; false if not, and it is made. */
   private linkExisting(derived: string, sibling: string): boolean {
     try {
       linkSync(derived, sibling);
       this.tally.linked += 1;
     } catch (error) {
       if (code(error) === 'ENOENT') {
+        // Not in the store, or the release went (then the run stops here).
         this.assertReleaseThere();
         return false;
       }
@@ -166,7 +161,6 @@ export class ReleaseSiblings {
       }
       unlinkSync(temp);
     }
-    this.afterBatch();
   }
 
   private counted(madeHere: boolean, temp: string): void {
@@ -228,12 +222,3 @@ function writeWhole(path: string, bytes: Buffer): void {
   }
 }
 
-/** The store's note that a coding does not pay for these bytes: an empty derived entry. */
-function createEmpty(path: string): void {
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-    closeSync(openSync(path, 'wx', GENERATED_SIBLING_MODE));
-  } catch (error) {
-    if (code(error) !== 'EEXIST') throw error;
-  }
-}
