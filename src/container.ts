@@ -90,7 +90,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   c.bind(NodePrecompression).toSelf().inSingletonScope();
-  c.bind(PRECOMPRESSION).toService(NodePrecompression);
+  if (config.precompress === 'on') c.bind(PRECOMPRESSION).toService(NodePrecompression);
+  else c.bind(PRECOMPRESSION).toConstantValue({ queue: () => undefined, idle: async () => undefined });
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);

@@ -55,7 +55,7 @@ export async function startService(config: Config, adminToken: string, logger: L
   for (const path of removed) logger.warn('removed leftover from an interrupted deploy', { path });
   container.get(FS_THREADS).warmUp();
   // Releases published before siblings were made (or whose making a stop cut short) get them now, in the background.
-  void container.get(NodePrecompression).queueServed().catch((error: unknown) => logger.warn('queueing served releases for precompression failed', { error: (error as Error).message }));
+  if (config.precompress === 'on') void container.get(NodePrecompression).queueServed().catch((error: unknown) => logger.warn('queueing served releases for precompression failed', { error: (error as Error).message }));
 
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });

@@ -56,7 +56,7 @@ describe('compressed siblings of a release\'s text files (the real service)', ()
   const release = (project: string, id: unknown) => join(h.deploysRoot, 'pc', project, String(id));
 
   beforeAll(async () => {
-    h = await startHarness({ RELEASES_KEEP: '2' });
+    h = await startHarness({ RELEASES_KEEP: '2', PRECOMPRESS: 'on' });
     token = await h.createUser('pc');
   });
   afterAll(async () => h?.close());
@@ -129,7 +129,7 @@ describe('an incremental redeploy after the siblings came (the built CLI through
   let token: string;
 
   beforeAll(async () => {
-    h = await startHarness();
+    h = await startHarness({ PRECOMPRESS: 'on' });
     proxy = await startForwardingProxy(h.url);
     token = await h.createUser('inc');
     work = await mkdtemp(join(tmpdir(), 'sitedrop-precompress-cli-'));
@@ -172,5 +172,41 @@ describe('an incremental redeploy after the siblings came (the built CLI through
     expect(gunzipSync(await readFile(join(next, 'docs/3.html.gz'))).toString()).toBe(page('changed'));
     const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
     expect(sha(await readFile(join(next, 'index.html.br')))).toBe(sha(UPLOADED_BR));
+  });
+});
+
+describe('releases made live again, or served when the service starts, get the siblings they lack', () => {
+  /** Takes a release's generated siblings away, and the store's derived objects: a release published before siblings were made. */
+  async function withoutSiblings(deploysRoot: string, dir: string): Promise<void> {
+    for (const path of await filesBelow(dir)) if (/\.(br|gz)$/.test(path)) await unlink(join(dir, path));
+    const store = storeOf(deploysRoot, 'old');
+    for (const path of await readdir(store, { recursive: true })) if (/\.(br|gz)$/.test(String(path))) await unlink(join(store, String(path)));
+  }
+
+  it('a rollback to a release without siblings queues them, and so does a start-up for every served release', async () => {
+    const first = await startHarness({ PRECOMPRESS: 'on' });
+    let second: Harness | undefined;
+    try {
+      const token = await first.createUser('old');
+      const v1 = await first.deploy(token, 'site', archive({ 'a.html': page('v1') }));
+      const v1Dir = join(first.deploysRoot, 'old', 'site', String(v1.body.release));
+      await siblingsThere(v1Dir, wanted(['a.html']));
+      await withoutSiblings(first.deploysRoot, v1Dir);
+      const v2 = await first.deploy(token, 'site', archive({ 'a.html': page('v2') }));
+      await siblingsThere(join(first.deploysRoot, 'old', 'site', String(v2.body.release)), wanted(['a.html']));
+      expect(existsSync(join(v1Dir, 'a.html.br'))).toBe(false);
+      expect((await first.call('POST', '/api/v1/projects/site/rollback', { token, json: { release: v1.body.release } })).status).toBe(200);
+      await siblingsThere(v1Dir, wanted(['a.html']));
+
+      // Stopped, its live release's siblings taken away, then started again on the same directories.
+      await first.service.stop(1000);
+      await withoutSiblings(first.deploysRoot, v1Dir);
+      second = await startHarness({ DATA_DIR: first.root, PRECOMPRESS: 'on' });
+      await siblingsThere(v1Dir, wanted(['a.html']));
+      expect(gunzipSync(await readFile(join(v1Dir, 'a.html.gz'))).toString()).toBe(page('v1'));
+    } finally {
+      await second?.close();
+      await rm(first.root, { recursive: true, force: true });
+    }
   });
 });
