@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       replicaId: expect.stringMatching(/^[A-Za-z0-9.-]{1,64}$/),
       logLevel: 'info',
       logFormat: 'json',
+      precompress: 'on',
       shutdownGraceMs: 30_000,
       deploysMaxConcurrent: 2,
       deploysMaxQueued: 64,
