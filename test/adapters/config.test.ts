@@ -84,6 +84,7 @@ describe('loadConfig', () => {
     ['REPLICA_ID', 'a+b'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
+    ['PRECOMPRESS', 'yes'],
     ['USER_MAX_BYTES', '0'],
     ['USER_MAX_BYTES', '-1'],
     ['USER_MAX_BYTES', '1e9'],
