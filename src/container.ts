@@ -25,6 +25,7 @@ import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
 import { ServeSiteRules } from './application/serve-site-rules.js';
+import { PRECOMPRESSION } from './application/ports/precompression.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
@@ -65,6 +66,7 @@ import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
+import { NodePrecompression } from './adapters/precompress/node-precompression.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -94,6 +96,9 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   c.bind(RELEASE_RULES).to(ReleaseRulesFiles).inSingletonScope();
   c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  c.bind(NodePrecompression).toSelf().inSingletonScope();
+  if (config.precompress === 'on') c.bind(PRECOMPRESSION).toService(NodePrecompression);
+  else c.bind(PRECOMPRESSION).toConstantValue({ queue: () => undefined, idle: async () => undefined });
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
@@ -125,6 +130,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
  */
 export async function disposeContainer(c: Container): Promise<string[]> {
   await c.get(NodeStaging).close();
+  // Cut rather than finished: what it leaves (a scratch area, objects no release links) start-up removes.
+  await c.get(NodePrecompression).close();
   const failed = await c.get(DeploysTree).settle();
   await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();

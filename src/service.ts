@@ -28,6 +28,7 @@ import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { FS_THREADS } from './adapters/fs/fs-threads.js';
+import { NodePrecompression } from './adapters/precompress/node-precompression.js';
 import { createApp } from './adapters/http/app.js';
 import { loadCliBundle } from './adapters/http/cli-bundle.js';
 import { DeploySlots, MAX_WAIT_MS } from './adapters/http/deploy-slots.js';
@@ -59,6 +60,8 @@ export async function startService(config: Config, adminToken: string, logger: L
     (error: unknown) => logger.error('telling the web server its sites failed', { error: (error as Error).message }),
   );
   container.get(FS_THREADS).warmUp();
+  // Releases published before siblings were made (or whose making a stop cut short) get them now, in the background.
+  if (config.precompress === 'on') void container.get(NodePrecompression).queueServed().catch((error: unknown) => logger.warn('queueing served releases for precompression failed', { error: (error as Error).message }));
 
   const deploys = new DeployTracker();
   const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });

@@ -5,6 +5,7 @@ import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
+import { PRECOMPRESSION, type Precompression } from './ports/precompression.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 import { rulesOfRelease } from './release-site-rules.js';
@@ -24,6 +25,7 @@ export class PromotePreview {
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
     @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
+    @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
   async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
@@ -37,6 +39,7 @@ export class PromotePreview {
       // Live from now on: live history that a plain rollback may return to and retention keeps.
       await this.records.markLive(user, project, preview.release);
       await this.releases.activate(user, project, preview.release);
+      this.precompression.queue(user, project, preview.release);
       return { release: preview.release, previous };
     });
   }

@@ -12,6 +12,7 @@ import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { DEFAULT_PREVIEW_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
+import { PRECOMPRESSION, type Precompression } from './ports/precompression.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
@@ -77,6 +78,7 @@ export class PublishRelease {
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
+    @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
   async execute({ user, token, project, preview, staged, stageMs, claim }: PublishInput): Promise<Deployed> {
@@ -117,6 +119,7 @@ export class PublishRelease {
         if (preview === undefined) await this.releases.activate(user, project, release);
         else await this.previews.link(user, project, preview, release);
         live = true;
+        this.precompression.queue(user, project, release);
         const swapped = ms();
         // The site is live now: a record that cannot be written is reported, not a failed deploy.
         const recorded = preview !== undefined ? undefined : await this.records.record(record).then(() => undefined, (error: unknown) => error as Error);

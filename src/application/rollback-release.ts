@@ -8,6 +8,7 @@ import { previewOnlyReleases } from './prune-releases.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
 import { RELEASE_RULES, type ReleaseRules } from './ports/release-rules.js';
+import { PRECOMPRESSION, type Precompression } from './ports/precompression.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 import { rulesOfRelease } from './release-site-rules.js';
@@ -31,6 +32,7 @@ export class RollbackRelease {
     @inject(DEPLOY_RECORDS) private readonly records: DeployRecords,
     @inject(RELEASE_RULES) private readonly rules: ReleaseRules,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
+    @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
   async execute(user: Username, projectName: string, requested?: string): Promise<RolledBack> {
@@ -44,6 +46,7 @@ export class RollbackRelease {
       await this.webServer.willServe({ site: { user, project }, release, rules });
       if (previewOnly.includes(release)) await this.records.markLive(user, project, release);
       await this.releases.activate(user, project, release);
+      this.precompression.queue(user, project, release);
       return { release, previous: live };
     });
   }

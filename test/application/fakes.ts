@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
 import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
+import type { Precompression } from '../../src/application/ports/precompression.js';
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
@@ -524,6 +525,17 @@ export class InMemoryPreviewLinks implements PreviewLinks {
   async removeLeftovers(): Promise<string[]> {
     return [];
   }
+}
+
+/** Keeps the releases queued, in order, as `user/project/release`; makes nothing. */
+export class QueuedPrecompression implements Precompression {
+  readonly queued: string[] = [];
+
+  queue(user: Username, project: ProjectName, release: ReleaseId): void {
+    this.queued.push(`${user}/${project}/${release}`);
+  }
+
+  async idle(): Promise<void> {}
 }
 
 export class FixedClock implements Clock {

@@ -17,7 +17,7 @@ import { readParsedManifest, type Digest, type ManifestFile } from '../../src/do
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -37,7 +37,7 @@ async function world() {
   const keys = new InMemoryDeployKeyStore();
   const lock = new InProcessDeployLock();
   const records = new InMemoryDeployRecords();
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer());
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
   const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
   const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);

@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { PreviewNotFound, StorageQuotaExceeded, TooManyPreviews } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
 
 const ann = 'ann' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -19,6 +19,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const tokens = new InMemoryTokenStore();
   await tokens.save(ann, TOKEN as Token);
   const disk = new InMemoryDeploys();
+  const precompression = new QueuedPrecompression();
   const releases = disk.store;
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const previews = new InMemoryPreviewLinks(clock);
@@ -27,7 +28,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const records = new InMemoryDeployRecords();
   const prune = new PruneReleases(releases, settings, previews, clock, records);
   const webServer = new InMemoryWebServer();
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer, precompression));
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };
@@ -36,11 +37,12 @@ async function world(over: { userMaxBytes?: number } = {}) {
   return {
     releases,
     disk,
+    precompression,
     clock,
     previews,
     deploy,
     list: new ListPreviews(previews, settings, clock),
-    promote: new PromotePreview(releases, lock, prune, records, disk.rules, webServer),
+    promote: new PromotePreview(releases, lock, prune, records, disk.rules, webServer, precompression),
     remove: new DeletePreview(previews, lock, prune, webServer),
     expire: new ExpirePreviews(previews, lock, prune),
   };
@@ -78,6 +80,8 @@ describe('previews (use cases over fakes)', () => {
     const live = await w.deploy('live');
     const preview = await w.deploy('preview', 'pr-1');
     expect(await w.promote.execute(ann, 'site', 'pr-1')).toEqual({ release: preview.release, previous: live.release });
+    // Queued for its siblings as a live deploy's and a preview's release are, and again once promoted.
+    expect(w.precompression.queued).toEqual([live.release, preview.release, preview.release].map((id) => `ann/site/${id}`));
     await expect(w.promote.execute(ann, 'site', 'pr-2')).rejects.toBeInstanceOf(PreviewNotFound);
     w.clock.current = new Date(w.clock.current.getTime() + 60_000);
     await expect(w.promote.execute(ann, 'site', 'pr-1')).rejects.toBeInstanceOf(PreviewNotFound);

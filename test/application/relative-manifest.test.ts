@@ -10,7 +10,7 @@ import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
 
 const alice = 'alice' as Username;
 const bob = 'bob' as Username;
@@ -28,7 +28,7 @@ async function world() {
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 } };
   const previews = new InMemoryPreviewLinks(clock);
   const records = new InMemoryDeployRecords();
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews, disk.rules, new InMemoryWebServer());
+  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
   const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
   // alice's docs has release R1: index.html and a.css.

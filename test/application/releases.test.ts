@@ -11,7 +11,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryWebServer } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -20,6 +20,7 @@ async function world() {
   await tokens.save(alice, 'A'.repeat(32) as Token);
   await tokens.save('bob' as Username, 'B'.repeat(32) as Token);
   const disk = new InMemoryDeploys();
+  const precompression = new QueuedPrecompression();
   const releases = disk.store;
   const records = new InMemoryDeployRecords();
   const lock = new InProcessDeployLock();
@@ -28,7 +29,7 @@ async function world() {
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
   const webServer = new InMemoryWebServer();
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, webServer));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, webServer, precompression));
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;
@@ -36,11 +37,12 @@ async function world() {
   return {
     releases,
     disk,
+    precompression,
     deploy,
     deployer,
     listProjects: new ListProjects(releases),
     listReleases: new ListReleases(releases, records),
-    rollback: new RollbackRelease(releases, lock, records, disk.rules, webServer),
+    rollback: new RollbackRelease(releases, lock, records, disk.rules, webServer, precompression),
     deleteProject: new DeleteProject(releases, lock, keys, previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer),
     listUsers: new ListUsers(tokens, releases),
   };
@@ -84,6 +86,8 @@ describe('RollbackRelease', () => {
     expect(await w.rollback.execute(alice, 'docs')).toEqual({ release: second, previous: third });
     expect(await w.rollback.execute(alice, 'docs', first)).toEqual({ release: first, previous: second });
     expect(await w.rollback.execute(alice, 'docs', third)).toEqual({ release: third, previous: first });
+    // Each release made live gets its compressed siblings queued: the deploys', then the rollbacks'.
+    expect(w.precompression.queued).toEqual([first, second, third, second, first, third].map((id) => `alice/docs/${id}`));
     expect((await w.releases.releases(alice, 'docs' as never)).length).toBe(3);
   });
 

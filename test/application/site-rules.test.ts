@@ -24,6 +24,7 @@ import {
   InMemoryPreviewLinks,
   InMemoryTokenStore,
   InMemoryWebServer,
+  QueuedPrecompression,
 } from './fakes.js';
 
 const alice = 'alice' as Username;
@@ -53,7 +54,7 @@ async function world() {
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100_000 }, previews: { max: 5, ttlSeconds: 3600 } };
   const webServer = new WatchingWebServer(disk);
   const prune = new PruneReleases(disk.store, settings, previews, clock, records);
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer, new QueuedPrecompression()));
   // A fake archive's line `@<path> <content>` names a file; `\n` in it is a newline.
   const deploy = async (lines: string[], preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
@@ -64,8 +65,8 @@ async function world() {
     webServer,
     deploy,
     previews,
-    rollback: new RollbackRelease(disk.store, lock, records, disk.rules, webServer),
-    promote: new PromotePreview(disk.store, lock, prune, records, disk.rules, webServer),
+    rollback: new RollbackRelease(disk.store, lock, records, disk.rules, webServer, new QueuedPrecompression()),
+    promote: new PromotePreview(disk.store, lock, prune, records, disk.rules, webServer, new QueuedPrecompression()),
     deletePreview: new DeletePreview(previews, lock, prune, webServer),
     deleteProject: new DeleteProject(disk.store, lock, new InMemoryDeployKeyStore(), previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer),
     serveAll: new ServeSiteRules(tokens, disk.store, previews, disk.rules, webServer),

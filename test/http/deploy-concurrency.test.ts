@@ -21,7 +21,7 @@ import { SilentLogger } from '../../src/adapters/log/logger.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore, InMemoryWebServer } from '../application/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../application/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';
@@ -404,7 +404,7 @@ describe('the idle and stall limits count only the time the service is asking fo
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
       authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews, disk.rules, new InMemoryWebServer())),
+      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression())),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),

@@ -38,7 +38,8 @@ export interface Reply {
 /** The real composed service, on an ephemeral port, over temp directories and a real SQLite file. */
 export async function startHarness(env: Record<string, string> = {}, logger: Logger = new SilentLogger()): Promise<Harness> {
   const root = await mkdtemp(join(tmpdir(), 'sitedrop-test-'));
-  const config = loadConfig({ DATA_DIR: root, PORT: '0', HOST: '127.0.0.1', PUBLIC_BASE: 'https://sites.example.test/', ...env });
+  // Off unless a test asks: siblings made in the background would change the trees other tests compare before and after.
+  const config = loadConfig({ DATA_DIR: root, PORT: '0', HOST: '127.0.0.1', PUBLIC_BASE: 'https://sites.example.test/', PRECOMPRESS: 'off', ...env });
   const service = await startService(config, ADMIN_TOKEN, logger);
 
   const call: Harness['call'] = async (method, path, options = {}) => {

@@ -38,6 +38,8 @@ export interface Config {
   readonly replicaId: string;
   readonly logLevel: LogLevel;
   readonly logFormat: 'json' | 'pretty';
+  /** PRECOMPRESS: whether releases' text files get compressed siblings (`X.br`, `X.gz`) for the web server. */
+  readonly precompress: 'on' | 'off';
   /** How long SIGTERM waits for running deploys before aborting them. */
   readonly shutdownGraceMs: number;
   /** Deploys that read and unpack at once; the rest wait, unread. */
@@ -170,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
     replicaId: replicaId(env),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
+    precompress: oneOf(env, 'PRECOMPRESS', ['on', 'off'] as const, 'on'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
     // 2: under bench/flood.mjs on two cores, 4 took the service over 256 MiB and status p99
     // over 20 ms, 2 stayed within both (docs/performance.md, "A flood of deploys").

@@ -9,7 +9,7 @@ import type { FromUnpacker, Probed, Removed, RemoveRequest, ThreadData, ToUnpack
  * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
  * uses the compiled scripts that `npm test` builds first.
  */
-function script(name: string): string {
+export function script(name: string): string {
   const here = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
   if (existsSync(here)) return here;
   const built = here.replace(/([\\/])src([\\/])adapters([\\/])/, '$1dist$2adapters$3');

@@ -2,6 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
+import { isGeneratedSibling, SITEDROP_DIR } from './generated-siblings.js';
 import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
@@ -86,6 +87,7 @@ export class ReleaseManifestWalk {
     const path = this.toMeasure.pop();
     if (path !== undefined) {
       const info = releaseRead(() => lstatSync(join(this.release, path), { bigint: true }));
+      if (isGeneratedSibling(path, Number(info.mode))) return;
       const found: Found = { path, size: Number(info.size), ino: info.ino, digest: info.size === 0n ? EMPTY_DIGEST : undefined };
       this.files.push(found);
       if (found.digest === undefined) {
@@ -104,7 +106,9 @@ export class ReleaseManifestWalk {
     for (const entry of releaseRead(() => readdirSync(join(this.release, dir), { withFileTypes: true }))) {
       const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
       // A release holds directories and files only; anything else is not part of the site.
-      if (entry.isDirectory()) this.dirs.push(path);
+      if (entry.isDirectory()) {
+        if (path !== SITEDROP_DIR) this.dirs.push(path);
+      }
       else if (entry.isFile()) this.toMeasure.push(path);
     }
   }

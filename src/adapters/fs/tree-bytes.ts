@@ -1,5 +1,6 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isGeneratedSibling } from './generated-siblings.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -28,7 +29,8 @@ export async function treeBytes(root: string): Promise<number> {
       else if (entry.isFile()) files.push(join(dir, entry.name));
     }
     for (let i = 0; i < files.length; i += PARALLEL) {
-      const sizes = await Promise.all(files.slice(i, i + PARALLEL).map((file) => lstat(file).then((s) => s.size, (error: unknown) => {
+      // Compressed siblings sitedrop made are not the site's: a release counts what was uploaded.
+      const sizes = await Promise.all(files.slice(i, i + PARALLEL).map((file) => lstat(file).then((s) => (isGeneratedSibling(file, s.mode) ? 0 : s.size), (error: unknown) => {
         if (isMissing(error)) return 0;
         throw error;
       })));

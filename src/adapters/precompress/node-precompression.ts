@@ -1,0 +1,138 @@
+import { Worker } from 'node:worker_threads';
+import { join } from 'node:path';
+import { inject, injectable } from 'inversify';
+import type { Precompression } from '../../application/ports/precompression.js';
+import type { ProjectName } from '../../domain/project-name.js';
+import type { ReleaseId } from '../../domain/release-id.js';
+import type { Username } from '../../domain/username.js';
+import { DeploysTree } from '../fs/deploys-tree.js';
+import { script } from '../fs/fs-threads.js';
+import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/node-preview-links.js';
+import { LOGGER, type Logger } from '../log/logger.js';
+import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
+import { servedReleases } from './served-releases.js';
+import { SIBLING_SETTINGS } from './sibling-settings.js';
+
+/** How long the thread outlives its last release: its isolate (~10 MiB) goes when there is nothing to do. */
+const IDLE_MS = 1000;
+
+interface Queued {
+  readonly user: Username;
+  readonly project: ProjectName;
+  readonly release: ReleaseId;
+}
+
+/**
+ * Releases' compressed siblings (release-siblings.ts), made on one thread of their own,
+ * one release at a time in the order queued, after the deploy that queued them has gone
+ * on: nothing here is awaited by a deploy, and a failure is logged, never thrown. The
+ * thread starts with the first release and ends once idle. Each release gets a scratch
+ * directory as a staging area does (deploys-tree.ts), so a crash's leftovers go at start-up.
+ */
+@injectable()
+export class NodePrecompression implements Precompression {
+  private readonly waiting: Queued[] = [];
+  private readonly keys = new Set<string>();
+  private draining: Promise<void> | undefined;
+  private worker: Worker | undefined;
+  private answer: ((answer: SiblingAnswer) => void) | undefined;
+  private nextId = 1;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    @inject(DeploysTree) private readonly tree: DeploysTree,
+    @inject(PREVIEW_ROOTS) private readonly previewRoots: PreviewRoots,
+    @inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  queue(user: Username, project: ProjectName, release: ReleaseId): void {
+    const key = `${user}/${project}/${release}`;
+    if (this.closed || this.keys.has(key)) return;
+    this.keys.add(key);
+    clearTimeout(this.idleTimer);
+    this.waiting.push({ user, project, release });
+    // Begun on a later turn of the event loop: the caller (a publish, under its lock) goes on first.
+    this.draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.drain());
+  }
+
+  /** Queues every release served now (a start-up's: those published before siblings were made get them). */
+  async queueServed(): Promise<number> {
+    const served = await servedReleases(this.tree.roots.docsRoot, this.previewRoots.previewsRoot);
+    for (const { user, project, release } of served) this.queue(user, project, release);
+    return served.length;
+  }
+
+  idle(): Promise<void> {
+    return this.draining ?? Promise.resolve();
+  }
+
+  /** Stops: what is queued is dropped, the release under way is cut (its scratch thrown away; start-up finishes live ones). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.waiting.length = 0;
+    clearTimeout(this.idleTimer);
+    await this.worker?.terminate();
+    await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    clearTimeout(this.idleTimer);
+    for (let next = this.waiting.shift(); next !== undefined && !this.closed; next = this.waiting.shift()) {
+      this.keys.delete(`${next.user}/${next.project}/${next.release}`);
+      await this.precompress(next).catch((error: unknown) =>
+        this.logger.warn('precompression failed', { user: next!.user, project: next!.project, release: next!.release, error: (error as Error).message }),
+      );
+    }
+    this.draining = undefined;
+    this.idleTimer = setTimeout(() => void this.worker?.terminate(), IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  private async precompress({ user, project, release }: Queued): Promise<void> {
+    const started = performance.now();
+    const scratch = await this.tree.openStagingArea();
+    let answer: SiblingAnswer;
+    try {
+      const job: SiblingJob = {
+        id: this.nextId++,
+        release: join(this.tree.projectDir(user, project), release),
+        store: this.tree.objectsDir(user),
+        scratch: scratch.dir,
+        settings: SIBLING_SETTINGS,
+      };
+      answer = await this.ask(job);
+    } finally {
+      await this.tree.throwAwayStagingArea(scratch.dir);
+    }
+    if ('error' in answer) throw new Error(answer.error);
+    this.logger.info('precompressed', { user, project, release, ...answer.tally, cpuMs: answer.cpuMs, ms: Math.round(performance.now() - started) });
+  }
+
+  private ask(job: SiblingJob): Promise<SiblingAnswer> {
+    const worker = this.running();
+    return new Promise((resolve, reject) => {
+      const stopped = (code: number) => reject(new Error(`the precompression thread stopped (exit code ${code})`));
+      worker.once('exit', stopped);
+      worker.once('error', reject);
+      this.answer = (answer) => {
+        worker.off('exit', stopped);
+        worker.off('error', reject);
+        resolve(answer);
+      };
+      worker.postMessage(job);
+    });
+  }
+
+  private running(): Worker {
+    if (this.worker) return this.worker;
+    // Its heap holds one file's bytes at a time; the buffers live outside it.
+    const worker = new Worker(script('../precompress/precompress-thread'), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
+    worker.on('message', (answer: SiblingAnswer) => this.answer?.(answer));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined;
+    });
+    this.worker = worker;
+    return worker;
+  }
+}
