@@ -15,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createUser, startService } from './service.mjs';
 
+const { FormData, Blob } = globalThis;
+
 const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, requests: { type: 'string', default: '2000' } } });
 const ROUNDS = Number(opts.rounds);

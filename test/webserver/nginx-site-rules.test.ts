@@ -1,10 +1,22 @@
-import { chmod, mkdtemp, readFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, stat } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNginx, type RunningNginx } from '../support/nginx.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
+import { until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
+
+/** A GET whose body is left as the server sent it (fetch would decode it). */
+const rawGet = (port: number, path: string, encoding: string) =>
+  new Promise<{ encoding: string | undefined; vary: string | undefined; body: Buffer }>((resolve, reject) => {
+    httpGet({ host: '127.0.0.1', port, path, headers: { 'accept-encoding': encoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ encoding: res.headers['content-encoding'], vary: res.headers.vary, body: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
 
 /** A site's files, by path, as a tarball. */
 const site = (files: Record<string, string | Buffer>): Buffer => tgz(Object.entries(files).map(([path, body]) => file(path, body)));
@@ -30,7 +42,7 @@ describe("a site's rules, served by a real nginx running the generated configura
     const scratch = await mkdtemp(join(tmpdir(), 'sitedrop-reloads-'));
     reloads = join(scratch, 'reloads');
     // nginx reads each release's rules through its link: nothing sitedrop generated ever changes, so nothing reloads.
-    h = await startHarness({ WEBSERVER_RELOAD: `echo reloaded >> ${reloads}` });
+    h = await startHarness({ WEBSERVER_RELOAD: `echo reloaded >> ${reloads}`, PRECOMPRESS: 'on' });
     // nginx's workers run as nobody: they must be able to reach and read the releases.
     await chmod(h.root, 0o755);
     nginx = await startNginx(h);
@@ -222,17 +234,7 @@ describe("a site's rules, served by a real nginx running the generated configura
     expect(br.headers.get('vary')).toMatch(/Accept-Encoding/i);
     // fetch decodes what it is told is compressed: compare the bytes it decoded, and the raw ones.
     expect(await br.text()).toBe(css);
-    const raw = await import('node:http');
-    const rawBody = (encoding: string) =>
-      new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
-        raw
-          .get({ host: '127.0.0.1', port: nginx.port, path: '/ann/zipped/style.css', headers: { 'accept-encoding': encoding } }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
-          })
-          .on('error', reject);
-      });
+    const rawBody = (encoding: string) => rawGet(nginx.port, '/ann/zipped/style.css', encoding);
     const brotli = await rawBody('br');
     expect(brotli.encoding).toBe('br');
     expect(brotliDecompressSync(brotli.body).toString()).toBe(css);
@@ -246,6 +248,22 @@ describe("a site's rules, served by a real nginx running the generated configura
     expect(image.headers.get('content-encoding')).toBeNull();
     expect(Buffer.from(await image.arrayBuffer())).toEqual(png);
   });
+
+  it("serves the siblings sitedrop makes after a deploy as brotli and gzip that decompress to the file", async () => {
+    const { brotliDecompressSync, gunzipSync } = await import('node:zlib');
+    const js = 'export const answer = 42;\n'.repeat(300);
+    expect((await deploy(bob, 'made', { 'index.html': 'home', 'app.js': js })).status).toBe(200);
+    const release = join(h.docsRoot, 'bob', 'made');
+    await until(async () => (await Promise.all(['app.js.br', 'app.js.gz'].map((name) => stat(join(release, name)).then(() => true, () => false)))).every(Boolean), 'the siblings', 60_000);
+    for (const [encoding, decode] of [['br', brotliDecompressSync], ['gzip', gunzipSync]] as const) {
+      const answer = await rawGet(nginx.port, '/bob/made/app.js', encoding);
+      expect(answer.encoding).toBe(encoding);
+      expect(answer.vary).toMatch(/Accept-Encoding/i);
+      expect(answer.body.length).toBeLessThan(js.length);
+      expect(decode(answer.body).toString()).toBe(js);
+    }
+    expect((await rawGet(nginx.port, '/bob/made/app.js', 'identity')).body.toString()).toBe(js);
+  }, 90_000);
 
   it('answers every request from one release: 0 mixed answers over 30 swaps under load', async () => {
     const version = (n: number) => ({ 'index.html': `home v${n}`, 'v.html': `v${n}`, _redirects: '/route/* /v.html 200\n', _headers: `/*\n  X-Release: v${n}\n` });
