@@ -20,9 +20,14 @@ export interface RuleLine {
   readonly text: string;
 }
 
-/** Shows the offending token in a reason, capped so that one line cannot make a huge message. */
+/**
+ * Shows the offending token in a reason: control characters as \uXXXX, so a line cannot
+ * forge lines in an answer or a log, and capped, so one line cannot make a huge message.
+ */
 export function quote(token: string): string {
-  return `'${token.length > 80 ? `${token.slice(0, 77)}...` : token}'`;
+  // eslint-disable-next-line no-control-regex
+  const shown = token.replace(/[\x00-\x1f\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return `'${shown.length > 80 ? `${shown.slice(0, 77)}...` : shown}'`;
 }
 
 /** The file's non-blank, non-comment lines; throws `refuse(line, reason)` for a file or line over the limits. */

@@ -147,3 +147,20 @@ describe('_redirects', () => {
     );
   });
 });
+
+describe('what a refusal repeats of a hostile line', () => {
+  it('escapes control characters and caps the token', () => {
+    const refusal = (text: string) => {
+      try {
+        parseRedirects(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(refusal('/a /b 30\u00071')).toBe("invalid _redirects: line 1: unknown status '30\\u00071'");
+    const long = refusal(`/a /b ${'9'.repeat(1000)}`);
+    expect(long.length).toBeLessThan(200);
+    expect(long).toMatch(/\.\.\.'$/);
+  });
+});
