@@ -1,0 +1,45 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NGINX } from '../support/nginx.js';
+import { runNode } from '../cli/run-cli.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/adapters/webserver/main.js', import.meta.url));
+
+describe('webserver-config, as `npm run webserver-config` runs it (the built entry point)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sitedrop-webserver-config-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes modules.conf and sitedrop.conf that nginx accepts, from the service environment', async () => {
+    const env = { DATA_DIR: join(dir, 'data'), PUBLIC_BASE: 'http://127.0.0.1:18765', PREVIEW_BASE: 'http://previews.example.test:18766' };
+    const run = await runNode([MAIN, 'nginx', '--out', join(dir, 'out')], { env });
+    expect(run.code, run.stderr).toBe(0);
+    const conf = await readFile(join(dir, 'out', 'sitedrop.conf'), 'utf8');
+    expect(conf).toContain('listen 127.0.0.1:18765;');
+    expect(conf).toContain('listen 18766;');
+    expect(conf).toContain('server_name previews.example.test;');
+    expect(conf).toContain(`set $sitedrop_link ${join(dir, 'data', 'previews')}/$sitedrop_user/$sitedrop_project/$sitedrop_preview;`);
+    expect(conf).toContain(`js_import sitedrop from ${join(dir, 'out', 'sitedrop-router.js')};`);
+    expect(await readFile(join(dir, 'out', 'modules.conf'), 'utf8')).toMatch(/^load_module \/usr\/lib\/nginx\/modules\/ngx_http_js_module\.so;$/m);
+    await writeFile(join(dir, 'nginx.conf'), `include ${dir}/out/modules.conf;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\n include /etc/nginx/mime.types;\n include ${dir}/out/sitedrop.conf;\n}\n`);
+    expect(NGINX).toBeDefined();
+    expect(() => execFileSync(NGINX!, ['-t', '-q', '-p', `${dir}/`, '-c', join(dir, 'nginx.conf')], { stdio: 'pipe' })).not.toThrow();
+  });
+
+  it('refuses a bad environment with the variable named, and an unknown server', async () => {
+    const bad = await runNode([MAIN, 'nginx', '--out', join(dir, 'bad')], { env: { DATA_DIR: join(dir, 'data'), PUBLIC_BASE: 'ftp://nowhere' } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('PUBLIC_BASE');
+    const unknown = await runNode([MAIN, 'apache', '--out', join(dir, 'x')], { env: { DATA_DIR: join(dir, 'data') } });
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/apache/);
+  });
+});
