@@ -17,7 +17,7 @@ import { createUser, httpDeploy, startService } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Settings an experiment may vary, passed through from the benchmark's own environment. */
-const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT', 'PRECOMPRESS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
 
 const { values: opts } = parseArgs({
   options: {
