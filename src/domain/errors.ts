@@ -227,3 +227,42 @@ export class SiteRulesRejected extends DomainError {
     super(line === undefined ? `invalid ${file}: ${reason}` : `invalid ${file}: line ${line}: ${reason}`);
   }
 }
+
+/** Not a host name a project may be served at (syntax, an IP address, localhost, sitedrop's own hosts). */
+export class InvalidDomain extends DomainError {
+  readonly code = 'invalid_domain';
+  constructor() {
+    super('invalid domain');
+  }
+}
+
+/** Another project verified this domain first. */
+export class DomainInUse extends DomainError {
+  readonly code = 'domain_in_use';
+  constructor() {
+    super('domain already in use');
+  }
+}
+
+export class DomainNotFound extends DomainError {
+  readonly code = 'domain_not_found';
+  constructor() {
+    super('domain not found');
+  }
+}
+
+/** A project already has DOMAINS_MAX domains. */
+export class TooManyDomains extends DomainError {
+  readonly code = 'too_many_domains';
+  constructor(readonly max: number) {
+    super(`the project has ${max} domains, the most it may have`);
+  }
+}
+
+/** The challenge's TXT record was not found; `found` says what was, capped and escaped. */
+export class DomainNotVerified extends DomainError {
+  readonly code = 'domain_not_verified';
+  constructor(readonly found: string) {
+    super(`domain not verified: ${found}`);
+  }
+}
