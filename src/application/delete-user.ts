@@ -4,6 +4,8 @@ import { Username } from '../domain/username.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { DOMAIN_LINKS, type DomainLinks } from './ports/domain-links.js';
+import { DOMAIN_STORE, type DomainStore } from './ports/domain-store.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { STAGING, type Staging } from './ports/staging.js';
@@ -13,7 +15,7 @@ import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user, its deploy keys and its open deploy sessions (and what was prepared of
+ * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (and what was prepared of
  * their releases, Staging.prepare); with files 'delete' also
  * its live links, previews and releases. The user lock waits for the user's running
  * deploys to publish, and those still waiting find the user gone, so no deploy writes
@@ -32,6 +34,8 @@ export class DeleteUser {
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(STAGING) private readonly staging: Staging,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
+    @inject(DOMAIN_STORE) private readonly domains: DomainStore,
+    @inject(DOMAIN_LINKS) private readonly domainLinks: DomainLinks,
   ) {}
 
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
@@ -41,6 +45,9 @@ export class DeleteUser {
       await this.keys.removeUser(user);
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
       await this.sessions.removeUser(user);
+      // Whatever happens to the files: a user created again under the name inherits no domain.
+      await this.domainLinks.unlinkSites(user);
+      await this.domains.removeUser(user);
       // What was prepared for those sessions links the user's bytes: gone with them.
       await this.staging.forgetPreparedFor(user);
       if (input.files === 'delete') {

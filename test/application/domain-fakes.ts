@@ -83,4 +83,15 @@ export class InMemoryDomainLinks implements DomainLinks {
   async unlink(domain: DomainName): Promise<void> {
     this.links.delete(domain);
   }
+
+  async unlinkSites(user: Username, project?: ProjectName): Promise<void> {
+    for (const [domain, site] of this.links) {
+      if (project === undefined ? site.startsWith(`${user}/`) : site === `${user}/${project}`) this.links.delete(domain);
+    }
+  }
+
+  /** Which site a host shows, as the web server would find it. */
+  async siteOf(domain: string): Promise<string | undefined> {
+    return this.links.get(domain);
+  }
 }

@@ -12,6 +12,12 @@ export interface DomainLinks {
   link(domain: DomainName, user: Username, project: ProjectName): Promise<void>;
   /** Nothing happens when there was no link. */
   unlink(domain: DomainName): Promise<void>;
+  /**
+   * Removes every link to the project's site (every project of the user's, without one),
+   * whatever the store says: a site deleted and deployed again is never served at a
+   * domain whose claim went with the first.
+   */
+  unlinkSites(user: Username, project?: ProjectName): Promise<void>;
 }
 
 export const DOMAIN_LINKS = Symbol.for('sitedrop.DomainLinks') as ServiceIdentifier<DomainLinks>;
