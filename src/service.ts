@@ -1,3 +1,8 @@
+import { AddDomain } from './application/add-domain.js';
+import { CheckDomain } from './application/check-domain.js';
+import { ListDomains } from './application/list-domains.js';
+import { RemoveDomain } from './application/remove-domain.js';
+import { VerifyDomain } from './application/verify-domain.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AuthenticateDeployer } from './application/authenticate-deployer.js';
@@ -96,6 +101,13 @@ export async function startService(config: Config, adminToken: string, logger: L
     listPreviews: container.get(ListPreviews),
     promotePreview: container.get(PromotePreview),
     deletePreview: container.get(DeletePreview),
+    domains: {
+      add: container.get(AddDomain),
+      list: container.get(ListDomains),
+      verify: container.get(VerifyDomain),
+      remove: container.get(RemoveDomain),
+      check: container.get(CheckDomain),
+    },
     metrics: new ServiceMetrics(),
     logger,
     openApi,

@@ -20,6 +20,11 @@ import type { ListReleases } from '../../application/list-releases.js';
 import type { ListUsers } from '../../application/list-users.js';
 import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
 import type { RollbackRelease } from '../../application/rollback-release.js';
+import type { AddDomain } from '../../application/add-domain.js';
+import type { CheckDomain } from '../../application/check-domain.js';
+import type { ListDomains } from '../../application/list-domains.js';
+import type { RemoveDomain } from '../../application/remove-domain.js';
+import type { VerifyDomain } from '../../application/verify-domain.js';
 import type { Logger } from '../log/logger.js';
 import type { CliBundle } from './cli-bundle.js';
 import type { DeploySlots } from './deploy-slots.js';
@@ -77,6 +82,14 @@ export interface HttpDeps {
   readonly listPreviews: ListPreviews;
   readonly promotePreview: PromotePreview;
   readonly deletePreview: DeletePreview;
+  /** Custom domains (routes/domains.ts). */
+  readonly domains: {
+    readonly add: AddDomain;
+    readonly list: ListDomains;
+    readonly verify: VerifyDomain;
+    readonly remove: RemoveDomain;
+    readonly check: CheckDomain;
+  };
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
   /** The bundled CLI, served at /api/v1/cli; undefined when the build did not make it. */
