@@ -9,6 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { ApiClient, ServerError, type Json } from './api-client.js';
 import { deploy, Interrupted, type DeployOptions } from './deploy-command.js';
+import { domainsCommand } from './domains-command.js';
 import { isHashThread } from './hash-threads.js';
 import { err, megabytes, out } from './output.js';
 import { UsageError } from './usage-error.js';
@@ -158,6 +159,8 @@ export function program(): Command {
       await client(command, 'SITEDROP_TOKEN').call('DELETE', `/api/v1/projects/${encodeURIComponent(project)}/keys/${encodeURIComponent(id)}`);
       out(`revoked ${id}`);
     });
+
+  domainsCommand(cli, client);
 
   const admin = cli.command('admin').description('administer users (admin token)');
   admin
