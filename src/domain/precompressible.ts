@@ -3,16 +3,13 @@
  * a web server to send to clients that accept those codings: text types only, by the
  * name's extension, whatever its case. Images, fonts and archives are compressed already.
  */
-const TEXT_EXTENSIONS = new Set(['html', 'htm', 'css', 'js', 'mjs', 'json', 'svg', 'xml', 'txt', 'map', 'wasm']);
+export const PRECOMPRESSIBLE_EXTENSIONS = ['html', 'htm', 'css', 'js', 'mjs', 'json', 'svg', 'xml', 'txt', 'map', 'wasm'] as const;
+const TEXT_EXTENSIONS: ReadonlySet<string> = new Set(PRECOMPRESSIBLE_EXTENSIONS);
 
 export const PRECOMPRESSED_CODINGS = ['br', 'gz'] as const;
 export type PrecompressedCoding = (typeof PRECOMPRESSED_CODINGS)[number];
 
-/**
- * Smaller files get no siblings. Measured over 5,800 text files of node_modules: under
- * 256 bytes brotli saved 0-80 bytes on average (gzip's output was often larger), while
- * each sibling costs an inode and a 4 KiB block; from 256 on both were always smaller.
- */
+/** Smaller files get no siblings: below it compression saves next to nothing (docs/performance.md), and each sibling costs an inode and a block. */
 export const PRECOMPRESS_MIN_BYTES = 256;
 
 export function isPrecompressible(path: string): boolean {

@@ -1,5 +1,5 @@
 import { isAddress, regexLiteral, siteServers, type SiteServer } from '../addresses.js';
-import { COMPRESSIBLE_EXTENSIONS } from '../../../domain/compressible.js';
+import { PRECOMPRESSIBLE_EXTENSIONS } from '../../../domain/precompressible.js';
 
 export interface NginxInput {
   readonly publicBase: string;
@@ -62,7 +62,7 @@ function serverBlock(server: SiteServer, input: NginxInput): string {
     '    internal;',
     `    alias ${quote(input.deploysRoot)}/;`,
     '    js_header_filter sitedrop.headers;',
-    `    location ~* \\.(${COMPRESSIBLE_EXTENSIONS.join('|')})$ {`,
+    `    location ~* \\.(${PRECOMPRESSIBLE_EXTENSIONS.join('|')})$ {`,
     '        # X.br and X.gz beside X, made by sitedrop after each deploy.',
     '        brotli_static on;',
     '        gzip_static on;',
