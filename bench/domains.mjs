@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createUser, startService } from './service.mjs';
 
+const { FormData, Blob } = globalThis;
 const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, requests: { type: 'string', default: '2000' }, domains: { type: 'string', default: '1000' } } });
 const ROUNDS = Number(opts.rounds);
