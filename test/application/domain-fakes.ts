@@ -90,6 +90,10 @@ export class InMemoryDomainLinks implements DomainLinks {
     }
   }
 
+  async removeLeftovers(): Promise<string[]> {
+    return [];
+  }
+
   /** Which site a host shows, as the web server would find it. */
   async siteOf(domain: string): Promise<string | undefined> {
     return this.links.get(domain);

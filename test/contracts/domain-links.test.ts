@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -58,6 +58,21 @@ function domainLinksContract(name: string, open: () => Promise<LinksUnderTest>):
     }));
   });
 }
+
+describe('host links in DOMAINS_ROOT, after a crash', () => {
+  it("removes this replica's temporary links at start-up, and nothing else", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-domains-'));
+    const roots = { domainsRoot: join(root, 'domains'), docsRoot: join(root, 'docs'), replica: 'a' };
+    const links = new NodeDomainLinks(roots);
+    await links.link(d('kept.example.com'), u('ann'), p('docs'));
+    await symlink('/nowhere', join(roots.domainsRoot, '.left.example.com.tmp+a+0123456789ab'));
+    await symlink('/nowhere', join(roots.domainsRoot, '.other.example.com.tmp+b+0123456789ab'));
+    expect(await links.removeLeftovers()).toEqual([join(roots.domainsRoot, '.left.example.com.tmp+a+0123456789ab')]);
+    expect((await readdir(roots.domainsRoot)).sort()).toEqual(['.other.example.com.tmp+b+0123456789ab', 'kept.example.com']);
+    expect(await new NodeDomainLinks({ ...roots, domainsRoot: join(root, 'never-made') }).removeLeftovers()).toEqual([]);
+    await rm(root, { recursive: true, force: true });
+  });
+});
 
 domainLinksContract('in-memory fake', async () => {
   const links = new InMemoryDomainLinks();

@@ -6,7 +6,7 @@ import type { DomainName } from '../../domain/custom-domain.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
 import { fsyncDirectory, mkdirDurable } from './durability.js';
-import { swapLink } from './link-swap.js';
+import { swapLink, temporaryLinkOf } from './link-swap.js';
 
 export interface DomainRoots {
   readonly domainsRoot: string;
@@ -58,5 +58,16 @@ export class NodeDomainLinks implements DomainLinks {
       removed = true;
     }
     if (removed) await fsyncDirectory(this.roots.domainsRoot);
+  }
+
+  async removeLeftovers(): Promise<string[]> {
+    const temporary = temporaryLinkOf(this.roots.replica);
+    const names = await readdir(this.roots.domainsRoot).catch((error: unknown) => {
+      if (isMissing(error)) return [];
+      throw error;
+    });
+    const removed = names.filter((name) => temporary.test(name)).map((name) => join(this.roots.domainsRoot, name));
+    for (const path of removed) await unlink(path);
+    return removed;
   }
 }

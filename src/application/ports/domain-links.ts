@@ -18,6 +18,8 @@ export interface DomainLinks {
    * domain whose claim went with the first.
    */
   unlinkSites(user: Username, project?: ProjectName): Promise<void>;
+  /** At start-up: removes the temporary links a crash left behind; returns their paths. */
+  removeLeftovers(): Promise<string[]>;
 }
 
 export const DOMAIN_LINKS = Symbol.for('sitedrop.DomainLinks') as ServiceIdentifier<DomainLinks>;
