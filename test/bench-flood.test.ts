@@ -18,7 +18,8 @@ describe('node bench/flood.mjs', () => {
       expect(r.deployed).toBe(6);
       expect(r.publishedInTime).toBe(6);
       expect(r.brokenReleases).toBe(0);
-      expect(r.peakStaging).toBeLessThanOrEqual(2);
+      // Two deploys at once, and the one scratch area compressed siblings are made in.
+      expect(r.peakStaging).toBeLessThanOrEqual(3);
       expect(r.peakRssMiB).toBeGreaterThan(10);
       expect(r.status.samples).toBeGreaterThan(0);
       expect(r.stalledSilentMs.max).toBeGreaterThan(0);
