@@ -24,7 +24,9 @@ describe('node bench/flood.mjs', () => {
       expect(r.status.samples).toBeGreaterThan(0);
       expect(r.stalledSilentMs.max).toBeGreaterThan(0);
       expect(r.targets).toMatchObject({ published: true, nothingLeft: true });
-      expect(r.after).toMatchObject({ staging: 0, fresh: 0, threads: r.before.threads });
+      expect(r.after).toMatchObject({ staging: 0, fresh: 0 });
+      // The siblings' thread comes and goes with its work: no more threads after than before.
+      expect(r.after.threads).toBeLessThanOrEqual(r.before.threads);
       expect(r.after.fds).toBeLessThanOrEqual(r.before.fds);
     }
   }, 90_000);
