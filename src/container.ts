@@ -25,6 +25,7 @@ import { DEPLOY_LOCK } from './application/ports/deploy-lock.js';
 import { DEPLOY_RECORDS } from './application/ports/deploy-records.js';
 import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
+import { RELEASE_PREPARATION } from './application/ports/release-preparation.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
@@ -82,6 +83,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
   c.bind(STAGING).toService(NodeStaging);
+  c.bind(RELEASE_PREPARATION).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
   c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();

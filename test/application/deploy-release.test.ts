@@ -23,7 +23,7 @@ async function world(keep = 3, userMaxBytes?: number) {
   const records = new InMemoryDeployRecords();
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
-  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews));
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews), tokens, keys);
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
   return { tokens, releases, disk, clock, run, deploy, records, keys, previews };

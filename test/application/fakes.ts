@@ -7,6 +7,7 @@ import type { DeployRecord, DeployRecords } from '../../src/application/ports/de
 import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
+import type { ReleasePreparation } from '../../src/application/ports/release-preparation.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
@@ -128,7 +129,7 @@ export class InMemoryDeploys {
   }
 }
 
-export class InMemoryStaging implements Staging {
+export class InMemoryStaging implements Staging, ReleasePreparation {
   constructor(protected readonly disk: InMemoryDeploys) {}
 
   async stage(user: Username, archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {

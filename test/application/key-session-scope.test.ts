@@ -39,11 +39,11 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews);
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
   return {
     disk,
     open: (token: string, files: ManifestFile[]) => {
-      const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+      const opener = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
       return opener.execute({
         user: alice,
         token,

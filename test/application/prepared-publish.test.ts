@@ -39,8 +39,8 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews);
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
-  const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
+  const opener = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
   const createKey = new CreateDeployKey(keys, new SequenceTokenGenerator(), clock);
   return {
     disk,
@@ -62,7 +62,7 @@ async function world() {
   };
 }
 
-describe('a publish prepared while objects upload (Staging.prepare)', () => {
+describe('a publish prepared while objects upload (ReleasePreparation.prepare)', () => {
   it('a redeploy, most of it stored, is prepared at the open and assembled at the publish', async () => {
     const w = await world();
     const opened = await w.open([fileOf('a', 'one'), fileOf('b', 'two'), fileOf('c', 'new')]);

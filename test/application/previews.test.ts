@@ -26,7 +26,8 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
   const records = new InMemoryDeployRecords();
   const prune = new PruneReleases(releases, settings, previews, clock, records);
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews));
+  const keys = new InMemoryDeployKeyStore();
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, keys, previews), tokens, keys);
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };

@@ -27,7 +27,7 @@ async function world() {
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews), tokens, keys);
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;

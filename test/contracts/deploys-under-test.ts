@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { copyFile, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ReleasePreparation } from '../../src/application/ports/release-preparation.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
@@ -20,6 +21,8 @@ import { file, tgz } from '../support/tar-builder.js';
  */
 export interface DeploysUnderTest {
   readonly staging: Staging;
+  /** The same staging's releases built ahead of a publish. */
+  readonly preparation: ReleasePreparation;
   readonly store: ReleaseStore;
   readonly objects: SessionObjects;
   /** An archive of files with these contents, named in the order given. */
@@ -57,6 +60,7 @@ export async function fakeDeploys(): Promise<DeploysUnderTest> {
   const disk = new InMemoryDeploys();
   return {
     staging: disk.staging,
+    preparation: disk.staging,
     store: disk.store,
     objects: disk.objects,
     archive: (contents) => bytes(contents.join('\n')),
@@ -97,6 +101,7 @@ export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
   const real = await realDeploys('sitedrop-contract-');
   return {
     staging: real.staging,
+    preparation: real.staging,
     store: real.store,
     objects: real.objects,
     archive: (contents) => once(tgz(contents.map((content, i) => file(pathOf(i), content)))),

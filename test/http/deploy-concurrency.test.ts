@@ -404,7 +404,7 @@ describe('the idle and stall limits count only the time the service is asking fo
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
       authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews)),
+      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews), tokens, keys),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),
