@@ -87,6 +87,7 @@ export class PublishRelease {
         if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
         await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user, token, project, preview });
         await claim?.();
+        await this.prune.expirePreviews(user, project);
         const previews = await this.prune.livePreviews(user, project);
         const { max } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
         if (preview !== undefined && !mayAddPreview(previews.map((p) => p.name), preview, max)) throw new TooManyPreviews(max);

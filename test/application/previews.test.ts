@@ -43,6 +43,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
     promote: new PromotePreview(releases, lock, prune, records),
     remove: new DeletePreview(previews, lock, prune),
     expire: new ExpirePreviews(previews, lock, prune),
+    prune,
   };
 }
 
@@ -81,6 +82,17 @@ describe('previews (use cases over fakes)', () => {
     await expect(w.promote.execute(ann, 'site', 'pr-2')).rejects.toBeInstanceOf(PreviewNotFound);
     w.clock.current = new Date(w.clock.current.getTime() + 60_000);
     await expect(w.promote.execute(ann, 'site', 'pr-1')).rejects.toBeInstanceOf(PreviewNotFound);
+  });
+
+  it('livePreviews only reads: an expired link stays until expirePreviews removes it', async () => {
+    const w = await world();
+    const one = await w.deploy('one', 'pr-1');
+    w.clock.current = new Date(w.clock.current.getTime() + 60_000);
+    expect(await w.prune.livePreviews(ann, one.project)).toEqual([]);
+    await expect(w.promote.execute(ann, 'site', 'pr-1')).rejects.toBeInstanceOf(PreviewNotFound);
+    expect((await w.previews.list(ann, one.project)).map((p) => p.name)).toEqual(['pr-1']);
+    await w.prune.expirePreviews(ann, one.project);
+    expect(await w.previews.list(ann, one.project)).toEqual([]);
   });
 
   it('a deleted or expired preview lets its release be pruned', async () => {

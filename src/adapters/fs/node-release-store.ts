@@ -139,7 +139,7 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeUserFiles(user: Username): Promise<void> {
-    await this.tree.prepare();
+    await this.tree.ensureRoots();
     // The links go first, so the sites stop being served before their files go.
     await this.threads.remove(join(this.docsRoot, user));
     await this.tree.throwAway(join(this.tree.roots.deploysRoot, user));
