@@ -9,7 +9,6 @@ import { SendWindow } from './send-window.js';
 
 export interface Extracted {
   readonly files: number;
-  readonly entries: number;
   readonly bytes: number;
   readonly compressedBytes: number;
 }
@@ -86,7 +85,7 @@ export class ArchiveExtractor {
         if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
         throw new Error(`extraction failed: ${outcome.message}`);
       }
-      return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, compressedBytes };
+      return { files: outcome.files, bytes: outcome.bytes, compressedBytes };
     } finally {
       extraction.close();
     }
@@ -120,7 +119,7 @@ export class ArchiveExtractor {
       if (signal?.aborted) abort();
       const outcome = await answered;
       if (outcome.type === 'failed' && outcome.kind === 'aborted') throw new DeployAborted();
-      if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, missing: outcome.missing ?? [] };
+      if (outcome.type === 'done') return { files: outcome.files, bytes: outcome.bytes, missing: outcome.missing ?? [] };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
       throw new Error(`assembly failed: ${outcome.message}`);
     } finally {

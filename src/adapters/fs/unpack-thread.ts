@@ -398,7 +398,7 @@ class Job extends WriterJob {
     if (!this.reading) return;
     this.ledger.assertComplete();
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }
 
@@ -459,7 +459,7 @@ class Assembly extends WriterJob {
     }
     if (!this.reading || this.left > 0) return;
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }
 
