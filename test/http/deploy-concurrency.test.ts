@@ -12,6 +12,7 @@ import { PublishRelease } from '../../src/application/publish-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import type { StagedRelease } from '../../src/application/ports/staging.js';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
+import type { UseCases } from '../../src/adapters/http/http-deps.js';
 import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
 import { DeployTracker } from '../../src/adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
@@ -90,6 +91,11 @@ afterAll(async () => {
   }
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
+
+/** The routes' use cases, each found by its class, as the container would hand them out. */
+function useCasesOf(...instances: object[]): UseCases {
+  return ((useCase: abstract new (...args: never[]) => unknown) => instances.find((instance) => instance.constructor === useCase)) as UseCases;
+}
 
 describe('a flood of deploys, some stalled (child service, DEPLOYS_MAX_CONCURRENT=2, UPLOAD_IDLE_SECONDS=1)', () => {
   let s: Awaited<ReturnType<typeof service>>;
@@ -403,8 +409,7 @@ describe('the idle and stall limits count only the time the service is asking fo
     const records = new InMemoryDeployRecords();
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
-      authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews), tokens, keys),
+      useCases: useCasesOf(new AuthenticateDeployer(tokens, keys, new FixedClock()), new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews), tokens, keys)),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),
