@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
 import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
@@ -21,6 +21,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
+import { sha256 } from '../support/sha256.js';
 
 export class InMemoryTokenStore implements TokenStore {
   readonly users = new Map<Username, Token>();
@@ -49,7 +50,6 @@ export class InMemoryTokenStore implements TokenStore {
   }
 }
 
-const sha256 = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
 const sizeOf = (files: readonly SiteFile[]): number => files.reduce((sum, f) => sum + Buffer.byteLength(f.content), 0);
 
 /** A file of a fake release: where it is, and its bytes as text. */

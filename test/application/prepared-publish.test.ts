@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CancelDeploySession } from '../../src/application/cancel-deploy-session.js';
 import { CreateDeployKey } from '../../src/application/create-deploy-key.js';
@@ -13,15 +12,15 @@ import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js';
 import { Unauthorized } from '../../src/domain/errors.js';
-import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
-const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 async function world() {

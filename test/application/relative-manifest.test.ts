@@ -1,19 +1,18 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OpenDeploySession } from '../../src/application/open-deploy-session.js';
 import { BaseReleaseChanged, ManifestRejected } from '../../src/domain/errors.js';
-import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from './fakes.js';
+import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
 const bob = 'bob' as Username;
 const TOKENS = { alice: 'A'.repeat(32), bob: 'B'.repeat(32) };
 const R1 = '20260401T000000' as ReleaseId;
-const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 async function world() {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { copyFile, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ReleasePreparation } from '../../src/application/ports/release-preparation.js';
@@ -13,6 +12,7 @@ import type { Username } from '../../src/domain/username.js';
 import { bytes, InMemoryDeploys, pathOf } from '../application/fakes.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
+import { sha256 } from '../support/sha256.js';
 
 /**
  * Staging, the release store and session objects over one DEPLOYS_ROOT, as a use case
@@ -135,7 +135,7 @@ export const R1 = '20261123T120000' as ReleaseId;
 export const R2 = '20261123T130000' as ReleaseId;
 export const LIMITS = { maxFiles: 100, maxBytes: 1_000_000 };
 export const going = (): AbortSignal => new AbortController().signal;
-export const digestOf = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
+export const digestOf = sha256;
 /** A manifest's objects, digest to size, of these contents. */
 export const objectsOf = (...contents: string[]): Map<Digest, number> => new Map(contents.map((c) => [digestOf(c), Buffer.byteLength(c)]));
 /** What a session's batches may hold, as the session keeps it: these objects at these sizes. */

@@ -26,7 +26,7 @@ import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeplo
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';
-import { sha256 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'flood-admin-token-0123456789abcdefghijk';

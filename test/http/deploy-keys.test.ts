@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harn
 import { slowUpload, until } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
 
 const site = (marker: string) => tgz([file('index.html', marker)]);
 const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
@@ -79,7 +80,7 @@ describe.each(SERVICE_BACKENDS)('deploy keys through the real API (%s, real dire
     const lastUsed = async (id: string) => (await keysOf('docs')).find((k) => k.id === id)?.lastUsedAt;
     const key = await makeKey('docs', { name: 'ci', scope: 'deploy' });
     const previewKey = await makeKey('docs', { name: 'pull requests', scope: 'preview' });
-    const files = [{ path: 'index.html', size: 5, digest: createHash('sha256').update('hello').digest('hex') }];
+    const files = [{ path: 'index.html', size: 5, digest: sha256('hello') }];
     const openSession = (token: string, project: string, preview?: string) => h.call('POST', '/api/v1/deploys', { token, json: { project, preview, files } });
     const owners = await openSession(owner, 'docs');
     expect(owners.status).toBe(201);

@@ -10,13 +10,13 @@ import {
   objectPath,
   overlappingSite,
   releaseDifferences,
-  sha256,
   overlappingArchive,
   storeCollected,
   storeObjects,
   storeOf,
   type Site,
 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 
 const KEEP = 2;
 const PROJECTS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];

@@ -4,7 +4,7 @@ import { request as requestTls } from 'node:https';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { ManifestFile } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
 
 /** The server answered with an error: its message is printed and the exit code is 1. */
 export class ServerError extends Error {

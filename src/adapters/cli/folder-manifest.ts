@@ -2,10 +2,10 @@ import { readdirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { linkRefused, notRegular } from './file-chunks.js';
-import { CHUNK_BYTES, hashFile, hashOnThreads, hashThreadCount, type ManifestFile } from './hash-threads.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import { CHUNK_BYTES, hashFile, hashOnThreads, hashThreadCount } from './hash-threads.js';
 import { UsageError } from './usage-error.js';
 
-export type { ManifestFile } from './hash-threads.js';
 
 export interface SiteFolder {
   readonly root: string;

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
-import type { ManifestFile } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
 
 /** A manifest being written (ManifestCache.begin): finished with its release, or abandoned. */
