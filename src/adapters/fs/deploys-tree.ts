@@ -7,6 +7,7 @@ import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
 import { TrashCollector } from './trash-collector.js';
+import { isMissing } from './fs-errors.js';
 
 /** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
 const SESSION_ID = /^[0-9a-f]{32}$/;
@@ -38,7 +39,6 @@ const SESSIONS = '.sessions';
  */
 const FRESH = '.fresh';
 
-export const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** A staging area: where its files go, and where the new objects it brings to the store wait for the commit. */
 export interface StagingArea {

@@ -3,8 +3,8 @@ import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats
 import { join } from 'node:path';
 import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
 import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
+import { isMissing } from './fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 /** Bytes of a file read and hashed at a time, in the rare case its digest must come from its bytes. */
 const READ_BYTES = 256 * 1024;
 /**
