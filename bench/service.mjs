@@ -6,6 +6,7 @@ import { createReadStream, createWriteStream, readFileSync, statSync, writeFileS
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { formContentType, newBoundary, streamedForm } from '../dist/adapters/cli/multipart.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MAIN = join(here, '..', 'dist', 'main.js');
@@ -79,12 +80,15 @@ export function procStatus(pid, field) {
   return Number(/(\d+)/.exec(line)[1]);
 }
 
+/** A deploy's form around its archive, framed as the CLI frames it (src/adapters/cli/multipart.ts, built). */
+export function deployForm(project) {
+  const boundary = newBoundary('bench');
+  return { ...streamedForm(boundary, [{ name: 'project', body: project }], { name: 'file', filename: 'site.tgz' }), contentType: formContentType(boundary) };
+}
+
 /** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
 export function httpDeploy(url, token, project, archive) {
-  const boundary = `bench${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const { head, tail, contentType } = deployForm(project);
   const length = head.length + statSync(archive).size + tail.length;
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -92,7 +96,7 @@ export function httpDeploy(url, token, project, archive) {
     const req = request(`${url}/api/v1/deploy`, {
       method: 'POST',
       agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+      headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(length) },
     });
     req.on('response', (res) => {
       let body = '';
