@@ -11,7 +11,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator } from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 

@@ -16,7 +16,7 @@ import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator } from '../support/fakes.js';
 import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;

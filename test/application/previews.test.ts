@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { PreviewNotFound, StorageQuotaExceeded, TooManyPreviews } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore } from '../support/fakes.js';
 
 const ann = 'ann' as Username;
 const TOKEN = 'A'.repeat(32);

@@ -11,7 +11,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 

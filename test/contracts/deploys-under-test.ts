@@ -9,7 +9,7 @@ import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, InMemoryDeploys, pathOf } from '../application/fakes.js';
+import { bytes, InMemoryDeploys, pathOf } from '../support/fakes.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { sha256 } from '../support/sha256.js';

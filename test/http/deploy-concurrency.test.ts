@@ -22,7 +22,7 @@ import { SilentLogger } from '../../src/adapters/log/logger.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore } from '../application/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore } from '../support/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';

@@ -21,7 +21,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { sha256 } from '../support/sha256.js';
+import { sha256 } from './sha256.js';
 
 export class InMemoryTokenStore implements TokenStore {
   readonly users = new Map<Username, Token>();
