@@ -194,7 +194,7 @@ export class ApiClient {
 
   /**
    * One request and its answer, over node:http rather than fetch: the first fetch of a
-   * process loads undici, 35 ms of every deploy on this machine (a request: 3 ms). A
+   * process loads undici, which costs a deploy more than its requests (docs/performance.md). A
    * connection silent for IDLE_MS either way is given up, as fetch's would have been; a
    * redirect is reported, not followed (the address to use is the one it names).
    */

@@ -23,8 +23,7 @@ const BATCH_BYTES = 256 * 1024;
 const UNPACKER_WINDOW = 4;
 /**
  * The socket's read buffers, once copied, are collected every this many bytes: V8 sees
- * no reason to scavenge the main thread's small heap meanwhile, and at 4 MiB heaptrack
- * found 4.1 MiB of them live at the peak of deploys at once (1.5 MiB at 1 MiB).
+ * no reason to scavenge the main thread's small heap meanwhile (docs/performance.md).
  */
 const garbage = new YoungGarbage(1024 * 1024);
 

@@ -49,7 +49,7 @@ export interface FsThreadsOptions {
 
 /**
  * Room for DEPLOYS_MAX_CONCURRENT archives of MAX_FILES entries each, at up to about
- * 1.2 KiB of ledger per entry (a 1,000-byte path; measured 50 MiB for 50,000 such),
+ * 1.2 KiB of ledger per entry (a 1,000-byte path; docs/performance.md),
  * above the thread's own 64 MiB; never less than the 256 MiB a thread had before.
  */
 export function unpackHeapMb(concurrent: number, maxFiles: number): number {
