@@ -9,6 +9,7 @@ import type { Username } from '../../src/domain/username.js';
 import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 const alice = 'alice' as Username;
 const SESSION = 'fedcba9876543210fedcba9876543210';
@@ -19,14 +20,8 @@ async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
   yield bytes;
 }
 
-/** Waits for `check` to hold, as a background task makes it so; fails after a few seconds. */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (let tries = 0; tries < 300; tries += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('never happened');
-}
+/** Waits for `check` to hold, as a background task makes it so. */
+const eventually = (check: () => Promise<boolean>): Promise<void> => until(check, 'the background work', 3_000);
 
 /** The real adapter builds a prepared release before its publish, in the area the publish then finishes. */
 describe('a release prepared while objects upload (real directories)', () => {

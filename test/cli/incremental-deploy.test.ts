@@ -12,6 +12,7 @@ import { startForwardingProxy, type ForwardingProxy } from './forwarding-proxy.j
 import { CLI, runNode, startNode, type Run } from './run-cli.js';
 import { tarEntries } from './tar-entries.js';
 import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 const USER = 'incr';
 const MiB = 1024 * 1024;
@@ -370,8 +371,9 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
 
     it('reads only the files changed since the last deploy from here, and publishes a same-size edit with its time put back', async () => {
       const root = await site('quick', { 'index.html': 'quick', ...Object.fromEntries(Object.entries(pages).slice(0, 200)) });
-      // Past the racy margin (2 s), so the first deploy may trust what it stamps.
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      // Past the racy margin (2 s) since the files last changed, so the first deploy may trust what it stamps.
+      const changed = Math.max(...(await Promise.all((await readdir(root, { recursive: true })).map(async (name) => (await stat(join(root, name))).ctimeMs))));
+      await until(() => Date.now() - changed > 2_000, 'the files to be older than the racy margin');
       expect(await deployed([root, '--project', 'quick'])).toMatchObject({ mode: 'incremental', hashedFiles: 201 });
       expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 0, sentFiles: 0 });
 

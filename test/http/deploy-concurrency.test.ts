@@ -25,7 +25,8 @@ import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore } from '../support/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';
+import { slowBatch, slowUpload, steadyUpload, type SlowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
@@ -234,7 +235,8 @@ describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX
         `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`);
       // More than the socket buffers take in: some of it is still unread when the answer goes.
       socket.write(Buffer.alloc(6 * 1024 * 1024, 97));
-      setTimeout(() => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)), 300);
+      // The rest once the answer has begun: the client was still sending when it came.
+      socket.once('data', () => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)));
     });
     expect(outcome.error).toBeUndefined();
     expect(outcome.text).toMatch(/^HTTP\/1\.1 503 /);

@@ -7,7 +7,8 @@ import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js
 import { PinoLogger } from '../../src/adapters/log/logger.js';
 import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 import { sha256 } from '../support/sha256.js';

@@ -7,6 +7,7 @@ import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 
 type Site = Record<string, Buffer>;
@@ -650,11 +651,7 @@ describe('an abandoned session expires and its uploads go (real server)', () => 
       const uploaded = await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(s, (opened.body.missing as string[]).slice(0, 2)) });
       expect(uploaded.status).toBe(200);
       expect(await readdir(join(h.deploysRoot, '.sessions'))).toEqual([id]);
-      const deadline = Date.now() + 10_000;
-      while ((await readdir(join(h.deploysRoot, '.sessions'))).length > 0 || (await readdir(join(h.deploysRoot, '.trash'))).length > 0) {
-        if (Date.now() > deadline) throw new Error('the session was never swept');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(async () => (await readdir(join(h.deploysRoot, '.sessions'))).length === 0 && (await readdir(join(h.deploysRoot, '.trash'))).length === 0, 'the session to be swept');
       expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
       expect((await h.call('POST', `/api/v1/deploys/${id}/publish`, { token })).status).toBe(404);
       expect(await readdir(join(h.deploysRoot, 'idle')).catch(() => [])).toEqual([]);

@@ -6,6 +6,7 @@ import { asideOf, digestOfEntry, isAsideShard, isLegacyName, legacyObjectPath, o
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 
 type Site = Record<string, Buffer>;
@@ -52,17 +53,8 @@ async function releaseFiles(project: string): Promise<Record<string, string>> {
   return out;
 }
 
-/**
- * Waits until `done` holds (work the service does in the background after it listens);
- * a look that fails (a shard set aside between listing the store and listing it) is a no.
- */
-async function eventually(done: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await done().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Waits until `done` holds: work the service does in the background after it listens. */
+const eventually = (done: () => Promise<boolean>, what: string): Promise<void> => until(done, what, 20_000);
 
 describe('objects are stored under base32 names (real server, real directories)', () => {
   let h: Harness;

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from './slow-upload.js';
+import { until } from './until.js';
 
 function nginxBinary(): string | undefined {
   try {
