@@ -30,7 +30,7 @@ const garbage = new YoungGarbage(1024 * 1024);
 /**
  * The next chunk, or DeployAborted as soon as `signal` fires. Not Promise.race with one
  * long-lived abort promise: every race adds a reaction to it that keeps that race's
- * result (a chunk) alive, which held the whole upload in memory, 1 MB per MB received.
+ * result (a chunk) alive, so the whole upload would stay in memory.
  */
 function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T>> {
   if (signal.aborted) return Promise.reject(new DeployAborted());
