@@ -27,6 +27,7 @@ import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
 import { ServeSiteRules } from './application/serve-site-rules.js';
 import { PRECOMPRESSION } from './application/ports/precompression.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
+import { RELEASE_PREPARATION } from './application/ports/release-preparation.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
@@ -101,6 +102,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
   c.bind(STAGING).toService(NodeStaging);
+  c.bind(RELEASE_PREPARATION).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
   c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();

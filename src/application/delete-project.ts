@@ -9,9 +9,9 @@ import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js
 import { DOMAIN_LINKS, type DomainLinks } from './ports/domain-links.js';
 import { DOMAIN_STORE, type DomainStore } from './ports/domain-store.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { STAGING, type Staging } from './ports/staging.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 /**
@@ -27,7 +27,7 @@ export class DeleteProject {
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
     @inject(DOMAIN_STORE) private readonly domains: DomainStore,
     @inject(DOMAIN_LINKS) private readonly domainLinks: DomainLinks,
@@ -42,7 +42,7 @@ export class DeleteProject {
       // Its domains' links, then their claims: no domain shows it, and none stays claimed.
       await this.domainLinks.unlinkSites(user, project);
       await this.domains.removeProject(user, project);
-      await forgetClosedSessions(this.objects, this.staging, await this.sessions.closeOpenedByKeys(user, project));
+      await forgetClosedSessions(this.objects, this.preparation, await this.sessions.closeOpenedByKeys(user, project));
       // The previews' links before the releases they point to, as the live link is.
       await this.previews.removeProject(user, project);
       await this.releases.removeProject(user, project);

@@ -7,16 +7,16 @@ import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js
 import { DOMAIN_LINKS, type DomainLinks } from './ports/domain-links.js';
 import { DOMAIN_STORE, type DomainStore } from './ports/domain-store.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
-import { STAGING, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (and what was prepared of
- * their releases, Staging.prepare); with files 'delete' also
+ * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (and
+ * what was prepared of their releases, ReleasePreparation); with files 'delete' also
  * its live links, previews and releases. The user lock waits for the user's running
  * deploys to publish, and those still waiting find the user gone, so no deploy writes
  * into a tree that is being removed. Sessions go because they are found by user name:
@@ -32,7 +32,7 @@ export class DeleteUser {
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
     @inject(DOMAIN_STORE) private readonly domains: DomainStore,
     @inject(DOMAIN_LINKS) private readonly domainLinks: DomainLinks,
@@ -49,7 +49,7 @@ export class DeleteUser {
       await this.domainLinks.unlinkSites(user);
       await this.domains.removeUser(user);
       // What was prepared for those sessions links the user's bytes: gone with them.
-      await this.staging.forgetPreparedFor(user);
+      await this.preparation.forgetPreparedFor(user);
       if (input.files === 'delete') {
         await this.previews.removeUser(user);
         await this.releases.removeUserFiles(user);

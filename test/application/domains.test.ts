@@ -11,7 +11,7 @@ import { DomainInUse, DomainNotFound, DomainNotVerified, InvalidDomain, InvalidP
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { FakeDnsTxt, InMemoryDomainLinks, InMemoryDomainStore } from './domain-fakes.js';
+import { FakeDnsTxt, InMemoryDomainLinks, InMemoryDomainStore } from '../support/domain-fakes.js';
 import {
   FixedClock,
   InMemoryDeployKeyStore,
@@ -21,7 +21,7 @@ import {
   InMemoryTokenStore,
   InMemoryWebServer,
   SequenceTokenGenerator,
-} from './fakes.js';
+} from '../support/fakes.js';
 
 const ann = 'ann' as Username;
 const bob = 'bob' as Username;

@@ -7,7 +7,7 @@ import type { DomainLinks } from '../../src/application/ports/domain-links.js';
 import type { DomainName } from '../../src/domain/custom-domain.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDomainLinks } from '../application/domain-fakes.js';
+import { InMemoryDomainLinks } from '../support/domain-fakes.js';
 
 interface LinksUnderTest {
   readonly links: DomainLinks;

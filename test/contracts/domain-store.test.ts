@@ -1,5 +1,5 @@
 import { KyselyDomainStore } from '../../src/adapters/db/kysely-domain-store.js';
-import { InMemoryDomainStore } from '../application/domain-fakes.js';
+import { InMemoryDomainStore } from '../support/domain-fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { PG_URL } from '../support/postgres.js';
 import { domainStoreContract } from './domain-store.contract.js';

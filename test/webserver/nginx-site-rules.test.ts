@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNginx, type RunningNginx } from '../support/nginx.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { until } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 /** A GET whose body is left as the server sent it (fetch would decode it). */

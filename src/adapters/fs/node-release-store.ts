@@ -9,7 +9,8 @@ import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
-import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
+import { DeploysTree, directoryIdentity } from './deploys-tree.js';
+import { isMissing } from './fs-errors.js';
 import { fsyncDirectory, mkdirDurable } from './durability.js';
 import { FS_THREADS, type FsThreads } from './fs-threads.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
@@ -139,7 +140,7 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeUserFiles(user: Username): Promise<void> {
-    await this.tree.prepare();
+    await this.tree.ensureRoots();
     // The links go first, so the sites stop being served before their files go.
     await this.threads.remove(join(this.docsRoot, user));
     await this.tree.throwAway(join(this.tree.roots.deploysRoot, user));

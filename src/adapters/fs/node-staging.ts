@@ -1,5 +1,6 @@
 import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
+import type { ReleasePreparation } from '../../application/ports/release-preparation.js';
 import type { StagedRelease, Staging } from '../../application/ports/staging.js';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import type { ProjectScope } from '../../domain/deploy-session.js';
@@ -70,7 +71,7 @@ const PREPARED_AT_ONCE = 4;
  * staging's own phases: no use case needs them, the operator and the benchmark do.
  */
 @injectable()
-export class NodeStaging implements Staging {
+export class NodeStaging implements Staging, ReleasePreparation {
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
 import { isGeneratedSibling, SITEDROP_DIR } from './generated-siblings.js';
 import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
+import { isMissing } from './fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 /** Bytes of a file read and hashed at a time, in the rare case its digest must come from its bytes. */
 const READ_BYTES = 256 * 1024;
 /**

@@ -6,7 +6,8 @@ import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/arch
 import { SiteRulesRejected } from '../../domain/errors.js';
 import { compileSiteRules, type SiteRules } from '../../domain/site-rules.js';
 import { HEAD_FILE, REDIRECTS_FILE, RULES_DIRECTORY, rulesFiles, rulesFromFiles } from '../webserver/compiled-rules.js';
-import { DeploysTree, isMissing } from './deploys-tree.js';
+import { DeploysTree } from './deploys-tree.js';
+import { isMissing } from './fs-errors.js';
 import { fsyncDirectory } from './durability.js';
 
 const RULE_FILES = { redirects: '_redirects', headers: '_headers' } as const;

@@ -2,8 +2,8 @@ import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unl
 import { dirname, join } from 'node:path';
 import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from './object-names.js';
 import { includes } from './release-inodes.js';
+import { isMissing } from './fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Walks a store's shards and the objects in each, a few entries at a time. */
 abstract class StoreWalk {

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, rmdirSync, unlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
+import { isMissing } from './fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 interface Level {
   readonly path: string;

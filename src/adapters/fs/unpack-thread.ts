@@ -2,10 +2,9 @@
  * Unpacks archives off the main thread: inflates, parses and checks every entry against
  * the archive policy here, and hands the directories and files to create to the writer
  * thread (writer-thread.ts), which makes them with synchronous calls, one syscall each,
- * with no thread-pool round trip per entry (node-tar's own extractor makes several, and
- * was 10.9x GNU tar). One unpack thread serves every deploy at once, each its own Job:
- * a second deploy costs its buffers, not another two isolates (16 MiB).
- * docs/performance.md has the figures.
+ * with no thread-pool round trip per entry (node-tar's own extractor makes several).
+ * One unpack thread serves every deploy at once, each its own Job: a second deploy costs
+ * its buffers, not another two isolates. docs/performance.md has the figures.
  */
 import { createHash, hash, type Hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -39,8 +38,8 @@ import { lowerThisThreadsPriority } from './thread-priority.js';
 const WRITER_WINDOW = 4;
 /**
  * Inflated bytes a job holds waiting to be unpacked before its zlib is paused. Each
- * queued slice pins zlib's 256 KiB output block: at 2 MiB, two deploys unpacking at once
- * held some 10 MiB of them at the service's peak (heaptrack); 1 MiB is still four blocks ahead.
+ * queued slice pins zlib's 256 KiB output block, so a larger queue is peak memory held;
+ * 1 MiB is still four blocks ahead (docs/performance.md).
  */
 const QUEUE_LIMIT = 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
@@ -201,8 +200,8 @@ abstract class WriterJob {
           ? { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing }
           : { ...outcome, missing: message.missing };
       }
-      // No forced full collection here: run after every archive, it made each next
-      // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
+      // No forced full collection here: it slows the next small deploy more than the
+      // memory it frees is worth (docs/performance.md).
       toMain(outcome);
       this.phase = { name: 'answered' };
       const unused = this.ops.unused();
@@ -398,7 +397,7 @@ class Job extends WriterJob {
     if (!this.reading) return;
     this.ledger.assertComplete();
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }
 
@@ -459,7 +458,7 @@ class Assembly extends WriterJob {
     }
     if (!this.reading || this.left > 0) return;
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }
 

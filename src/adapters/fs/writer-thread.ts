@@ -19,6 +19,7 @@ import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe, Upl
 import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
 import { TreeRemoval } from './tree-removal.js';
+import { isMissing } from './fs-errors.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
@@ -203,7 +204,7 @@ class Target {
         renameSync(spare, object);
         return;
       }
-      if (errorCode(error) !== 'ENOENT') throw error;
+      if (!isMissing(error)) throw error;
       mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
       linkSync(path, object);
     }
@@ -258,7 +259,7 @@ function listStore(store: string): ObjectHints {
   try {
     shards = readdirSync(store);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return hints;
+    if (isMissing(error)) return hints;
     throw error;
   }
   for (const shard of shards) {
@@ -294,7 +295,7 @@ function isIntact(object: string, digest: Uint8Array): boolean {
   try {
     bytes = readFileSync(object);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return false;
+    if (isMissing(error)) return false;
     throw error;
   }
   if (hash('sha256', bytes, 'buffer').equals(digest)) return true;
@@ -311,7 +312,7 @@ function linkOrCopy(object: string, path: string): boolean {
     linkSync(object, path);
     return true;
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return false;
+    if (isMissing(error)) return false;
     if (errorCode(error) !== 'EMLINK') throw error;
   }
   copyFileSync(object, path, constants.COPYFILE_EXCL);
