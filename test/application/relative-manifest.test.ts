@@ -6,7 +6,7 @@ import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from '../support/fakes.js';
 import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
