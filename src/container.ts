@@ -63,6 +63,8 @@ import { NodeStaging } from './adapters/fs/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
 import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
+import { CADDY_SETTINGS, CaddyWebServer } from './adapters/webserver/caddy/caddy-web-server.js';
+import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
@@ -93,7 +95,13 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   c.bind(RELEASE_RULES).to(ReleaseRulesFiles).inSingletonScope();
-  c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  if (config.caddyAdmin === undefined) c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  else {
+    // Caddy is reconfigured per site with rules, through its admin API (docs/caddy.md).
+    const { caddyAdmin, webServerReload } = config;
+    c.bind(CADDY_SETTINGS).toConstantValue({ ...config, caddyAdmin, webServerReload, snippetsDir: caddySnippetsDir(config.dataDir), timeoutMs: 60_000 });
+    c.bind(WEB_SERVER).to(CaddyWebServer).inSingletonScope();
+  }
   if (databaseKind(config.databaseUrl) === 'postgres') {
     // Replicas share one database, so the deploy lock lives there (advisory locks).
     const pool = postgresPool(config.databaseUrl, config.databasePoolMax);
