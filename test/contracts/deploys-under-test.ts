@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { copyFile, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ReleaseRules } from '../../src/application/ports/release-rules.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
@@ -22,8 +23,11 @@ export interface DeploysUnderTest {
   readonly staging: Staging;
   readonly store: ReleaseStore;
   readonly objects: SessionObjects;
+  readonly rules: ReleaseRules;
   /** An archive of files with these contents, named in the order given. */
   archive(contents: readonly string[]): AsyncIterable<Uint8Array>;
+  /** An archive of these files, by path. */
+  namedArchive(files: Readonly<Record<string, string>>): AsyncIterable<Uint8Array>;
   /** An archive the archive policy refuses (an entry escaping the release with `..`). */
   refusedArchive(): AsyncIterable<Uint8Array>;
   /** A batch of objects for SessionObjects.receive, each under the name given, whatever its bytes. */
@@ -59,7 +63,9 @@ export async function fakeDeploys(): Promise<DeploysUnderTest> {
     staging: disk.staging,
     store: disk.store,
     objects: disk.objects,
+    rules: disk.rules,
     archive: (contents) => bytes(contents.join('\n')),
+    namedArchive: (files) => bytes(Object.entries(files).map(([path, content]) => `@${path} ${content.replaceAll('\n', '\\n')}`).join('\n')),
     refusedArchive: () => bytes('REJECT ../escape'),
     batch: (objects) => bytes(objects.map(([name, content]) => `${name} ${content}`).join('\n')),
     async served(user, project, id) {
@@ -99,7 +105,9 @@ export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
     staging: real.staging,
     store: real.store,
     objects: real.objects,
+    rules: real.rules,
     archive: (contents) => once(tgz(contents.map((content, i) => file(pathOf(i), content)))),
+    namedArchive: (files) => once(tgz(Object.entries(files).map(([path, content]) => file(path, content)))),
     refusedArchive: () => once(tgz([file('../escape', 'x')])),
     batch: (objects) => once(tgz(objects.map(([name, content]) => file(name, content)))),
     served: (user, project, id) => contentsUnder(id === undefined ? join(real.docsRoot, user, project) : join(real.deploysRoot, user, project, id)),

@@ -8,6 +8,7 @@ import { ManifestMemory } from '../../src/adapters/fs/manifest-memory.js';
 import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
 import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
 import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
+import { ReleaseRulesFiles } from '../../src/adapters/fs/release-rules-files.js';
 import { ProjectContent } from '../../src/adapters/fs/project-content.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 
@@ -18,6 +19,7 @@ export interface RealDeploys {
   readonly staging: NodeStaging;
   readonly store: NodeReleaseStore;
   readonly objects: NodeSessionObjects;
+  readonly rules: ReleaseRulesFiles;
   /** The file-system threads they share, to watch what work reaches them. */
   readonly threads: FsThreads;
   /** Waits for the background deletions; returns any that failed. */
@@ -42,6 +44,7 @@ export async function realDeploys(prefix: string): Promise<RealDeploys> {
     staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content),
     store: new NodeReleaseStore(tree, threads, manifests),
     objects: new NodeSessionObjects(tree, extractor, threads, content),
+    rules: new ReleaseRulesFiles(tree),
     threads,
     settle: () => tree.settle(),
     async close() {

@@ -101,8 +101,8 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     // The spec answers an unknown user with 500, not 404.
     if (error instanceof UserNotFound) return respond(500, 'user not found');
     if (error instanceof ArchiveRejected) return respond(500, `failed to extract tarball: ${error.reason}`);
-    // Logged with its reason (the reload command's own words stay in the log).
-    if (error instanceof WebServerFailed) return respond(500, `${fallback}: the web server could not be reloaded`, false);
+    // The spec's message to the client; the reason (the reload's own words) goes to the log.
+    if (error instanceof WebServerFailed) return respond(500, fallback, false);
     // Given up at shutdown: the spec's statuses for a deploy leave only 500 for it.
     if (error instanceof DeployAborted) return respond(500, fallback);
   }
