@@ -50,16 +50,21 @@ function linkRoute(name: string, base: string, segments: number, linkRoot: strin
   ];
 }
 
+/**
+ * The server's handles are mutually exclusive, and Caddy sorts them: those with a path
+ * (the sites with rules, `/u/p/*`) first, longest first, then the general routes in the
+ * order written (previews first: the live pattern would take their paths), then none.
+ * They sit at the top of the server block: inside one `route`, Caddy's adapter takes
+ * time in the square of the sites' count.
+ */
 function serverBlock(server: SiteServer, input: CaddyInput): string[] {
-  const body = ['route {', ...indent(commonMatchers(COMPRESSIBLE_EXTENSIONS))];
-  // Previews first: no user is `_previews`, but the live pattern would take their paths.
-  if (server.previews !== undefined) {
-    body.push('\t# Previews with rules, each pinned to its release.', `\timport ${join(input.snippetsDir, 'previews')}/*.caddy`);
-  }
-  if (server.live !== undefined) body.push('\t# Live sites with rules, each pinned to its release.', `\timport ${join(input.snippetsDir, 'live')}/*.caddy`);
-  if (server.previews !== undefined) body.push(...indent(linkRoute('sd_preview', server.previews, 3, input.previewsRoot)));
-  if (server.live !== undefined) body.push(...indent(linkRoute('sd_live', server.live, 2, input.docsRoot)));
-  body.push('\t# Anything else on this server is no site.', '\trespond 404', '}');
+  const body = [...commonMatchers(COMPRESSIBLE_EXTENSIONS)];
+  // One file of each kind, written by sitedrop from its files per site (caddy-snippets.ts).
+  if (server.previews !== undefined) body.push('# Previews with rules, each pinned to its release.', `import ${join(input.snippetsDir, 'previews')}*.caddy`);
+  if (server.live !== undefined) body.push('# Live sites with rules, each pinned to its release.', `import ${join(input.snippetsDir, 'live')}*.caddy`);
+  if (server.previews !== undefined) body.push(...linkRoute('sd_preview', server.previews, 3, input.previewsRoot));
+  if (server.live !== undefined) body.push(...linkRoute('sd_live', server.live, 2, input.docsRoot));
+  body.push('# Anything else on this server is no site.', 'handle {', '\trespond 404', '}');
   return [...address(server), ...indent(body), '}'];
 }
 
@@ -82,13 +87,15 @@ export function siteSnippet(input: Pick<CaddyInput, 'publicBase' | 'previewBase'
   const servers = siteServers(input.publicBase, input.previewBase);
   const server = servers.find((s) => (site.preview === undefined ? s.live : s.previews) !== undefined)!;
   const prefix = sitePrefix((site.preview === undefined ? server.live : server.previews)!, site);
-  const name = `site.${site.user}.${site.project}${site.preview === undefined ? '' : `.${site.preview}`}`;
   const route: SiteRoute = { prefix, root: releaseDir, notFoundPage, checkExists: false, rules };
   return [
     `# ${prefix}/ with its rules, pinned to ${releaseDir}. Written by sitedrop: it is replaced at each deploy.`,
-    `@${name} path_regexp ${token(`^${regexLiteral(prefix)}(?:/.*)?$`)}`,
-    `handle @${name} {`,
+    // The site's own address without its slash is the general route's (a redirect, the same for every site).
+    `handle ${prefix}/* {`,
     '\troute {',
+    // The path matcher ignores case: /U/P/ is no site, as it is for nginx.
+    `\t\t@sd_other not path_regexp ${token(`^${regexLiteral(prefix)}/`)}`,
+    '\t\trespond @sd_other 404',
     ...indent(siteRouteBody(route), 2),
     '\t}',
     '}',

@@ -31,6 +31,8 @@ export function commonMatchers(compressible: readonly string[]): string[] {
     '@sd_query not vars {query} ""',
     '@sd_exists file /',
     '@sd_404 file /404.html',
+    '@sd_rw200 vars sd_rs 200',
+    '@sd_rw404 vars sd_rs 404',
     '@sd_hidden path_regexp `^/(?:_redirects|_headers|\\.sitedrop(?:/.*)?)$`',
     '@sd_index {',
     '\tpath */',
@@ -51,10 +53,9 @@ export function commonMatchers(compressible: readonly string[]): string[] {
 
 const indent = (lines: readonly string[], by = 1): string[] => lines.map((line) => `${'\t'.repeat(by)}${line}`);
 
-/** `redir` keeping the request's query: appended with '?' or '&' as nginx's router does. */
-function redirect(location: string, status: number): string[] {
-  const joiner = location.includes('?') ? '&' : '?';
-  return [`redir @sd_query ${token(`${location}${joiner}{query}`)} ${status}`, `redir * ${token(location)} ${status}`];
+/** `redir` keeping the request's query (sd_q and sd_qa, set once per request), joined with '?' or '&' as nginx's router does. */
+function redirect(matcher: string, location: string, status: number): string {
+  return `redir ${matcher} ${token(`${location}{vars.${location.includes('?') ? 'sd_qa' : 'sd_q'}}`)} ${status}`;
 }
 
 /** Serves the file at {path} (known to be there) with `status`; text types pre-compressed when a sibling is there. */
@@ -93,23 +94,39 @@ function files(status: 200 | 404): string[] {
   ];
 }
 
+/**
+ * A rule is one matcher and one line: a redirect ends the request; a rewrite (200, 404)
+ * notes its target and status, and the first rewrite found is looked up after its
+ * section (lookups()). Rules after it are skipped. Nothing nests per rule: Caddy's
+ * adapter copies a route's matchers into each nested route, so a route per rule would
+ * cost the square of their number at every load.
+ */
 function rule(route: SiteRoute, redirectRule: CompiledRedirect, index: number): string[] {
   const name = `r${index}`;
   const target = targetUri(redirectRule.to, redirectRule.params, name);
-  const lines = [`@${name} path_regexp ${name} ${token(redirectRule.match)}`, `route @${name} {`];
+  const lines = [`@${name} {`, `	path_regexp ${name} ${token(redirectRule.match)}`, '	not vars sd_rw 1', '}'];
   if (redirectRule.status === 200 || redirectRule.status === 404) {
-    // A rewrite's target is looked up as a request's path is, but never redirected to its slash.
-    lines.push(...indent([`rewrite * ${token(target)}`, 'route @sd_hidden {', ...indent(notFound(route)), '}', ...files(redirectRule.status), ...notFound(route)]));
+    lines.push(`vars @${name} {`, `	sd_to ${token(target)}`, `	sd_rw ${redirectRule.status === 200 ? 1 : 1}`, `	sd_rs ${redirectRule.status}`, '}');
   } else {
-    lines.push(...indent(redirect(redirectRule.external ? target : `${route.prefix}${target}`, redirectRule.status)));
+    lines.push(redirect(`@${name}`, redirectRule.external ? target : `${route.prefix}${target}`, redirectRule.status));
   }
-  lines.push('}');
+  return lines;
+}
+
+/** Serves the target the first matching rewrite noted, with its status; a target that names no file, the 404. */
+function lookups(route: SiteRoute, redirects: readonly CompiledRedirect[]): string[] {
+  const lines: string[] = [];
+  for (const status of [200, 404] as const) {
+    if (!redirects.some((r) => r.status === status)) continue;
+    lines.push(`route @sd_rw${status} {`, ...indent(['rewrite * {vars.sd_to}', 'route @sd_hidden {', ...indent(notFound(route)), '}', ...files(status), ...notFound(route)]), '}');
+  }
   return lines;
 }
 
 /**
- * `_headers`: each block that matches sets a flag; each name gathers its values in a
- * variable, joined with ', ' from the second on; the headers are set from the variables.
+ * `_headers`: each block that matches sets its flag; each of its headers appends its
+ * value to the name's variable after the name's separator, which is ', ' once a value
+ * is there. The headers are set from the variables.
  */
 function headers(blocks: readonly CompiledHeaderBlock[]): { lines: string[]; needsDollar: boolean } {
   const names: string[] = [];
@@ -120,20 +137,19 @@ function headers(blocks: readonly CompiledHeaderBlock[]): { lines: string[]; nee
     }
   }
   let needsDollar = false;
-  const lines = names.flatMap((_, k) => [`@hon${k} vars h${k}_on 1`, `@hoff${k} not vars h${k}_on 1`]);
+  const lines: string[] = [];
   blocks.forEach((block, j) => {
     if (block.headers.length === 0) return;
-    lines.push(`@hb${j} path_regexp ${token(block.match)}`, `route @hb${j} {`);
+    lines.push(`@hb${j} path_regexp ${token(block.match)}`, `vars @hb${j} b${j} 1`, `@b${j} vars b${j} 1`);
     for (const { name, value } of block.headers) {
       const k = spelling.get(name.toLowerCase())!;
       const escaped = literal(value);
       needsDollar ||= escaped.needsDollar;
-      lines.push(`\tvars @hon${k} h${k} ${token(`{vars.h${k}}, ${escaped.text}`)}`, `\tvars @hoff${k} {`, `\t\th${k} ${token(escaped.text)}`, `\t\th${k}_on 1`, '\t}');
+      lines.push(`vars @b${j} h${k} ${token(`{vars.h${k}}{vars.h${k}_sep}${escaped.text}`)}`, `vars @b${j} h${k}_sep ", "`);
     }
-    lines.push('}');
   });
   // A name Caddy would read as an operation (+, -, ?) is added rather than set: it is set only here.
-  names.forEach((name, k) => lines.push(`header @hon${k} "${/^[+?-]/.test(name) ? '+' : ''}${name}" "{vars.h${k}}"`));
+  names.forEach((name, k) => lines.push(`@h${k} vars h${k}_sep ", "`, `header @h${k} "${/^[+?-]/.test(name) ? '+' : ''}${name}" "{vars.h${k}}"`));
   return { lines, needsDollar };
 }
 
@@ -143,24 +159,28 @@ export function siteRouteBody(route: SiteRoute): string[] {
   const forced = rules.redirects.map((r, i) => ({ r, i })).filter(({ r }) => r.force);
   const others = rules.redirects.map((r, i) => ({ r, i })).filter(({ r }) => !r.force);
   const header = headers(rules.headers);
-  const bare = redirect(`${route.prefix}/`, 301);
+  const bare = redirect(route.checkExists ? '@sd_exists' : '*', `${route.prefix}/`, 301);
   return [
     `root * ${token(route.root)}`,
     `uri strip_prefix ${token(route.prefix)}`,
+    'vars @sd_query {',
+    '	sd_q ?{query}',
+    '	sd_qa &{query}',
+    '}',
     ...(header.needsDollar ? [DOLLAR_VARIABLE_LINE] : []),
     'route @sd_bare {',
-    ...indent(route.checkExists ? ['route @sd_exists {', ...indent(bare), '}', 'respond 404'] : bare),
+    ...indent(route.checkExists ? [bare, 'respond 404'] : [bare]),
     '}',
     ...header.lines,
     'route @sd_hidden {',
     ...indent(notFound(route)),
     '}',
     ...forced.flatMap(({ r, i }) => rule(route, r, i)),
+    ...lookups(route, forced.map(({ r }) => r)),
     ...files(200),
-    'route @sd_slash {',
-    ...indent(redirect(`${route.prefix}{path}/`, 301)),
-    '}',
+    redirect('@sd_slash', `${route.prefix}{path}/`, 301),
     ...others.flatMap(({ r, i }) => rule(route, r, i)),
+    ...lookups(route, others.map(({ r }) => r)),
     ...notFound(route),
   ];
 }

@@ -57,6 +57,7 @@ export class CaddyWebServer implements WebServer {
       } catch (error) {
         // Caddy keeps its configuration when a load fails; the files go back to match it.
         await this.files.put(file, before);
+        await this.files.combine();
         if (error instanceof CommandFailed) await this.load(false).catch(() => undefined);
         throw new WebServerFailed((error as Error).message);
       }
@@ -130,6 +131,7 @@ export class CaddyWebServer implements WebServer {
   /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD. */
   private async load(withCommand: boolean): Promise<void> {
     await this.dropSettledPins();
+    await this.files.combine();
     const response = await fetch(`http://${this.settings.caddyAdmin}/load`, {
       method: 'POST',
       headers: { 'content-type': 'text/caddyfile' },
