@@ -56,10 +56,13 @@ export function siteRulesScenarios(server: ServerUnderTest): void {
       const url = `http://127.0.0.1:${running.port}${path}`;
       // A kept-alive connection the server closed before answering is retried, as browsers do for a GET
       // (RFC 9112 9.3.1): Caddy closes its idle connections when it loads a configuration.
-      const r = await fetch(url, { headers, redirect: 'manual' }).catch((error: unknown) => {
-        if ((error as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw error;
-        return fetch(url, { headers, redirect: 'manual' });
-      });
+      const attempt = async (left: number): Promise<Response> =>
+        fetch(url, { headers, redirect: 'manual' }).catch((error: unknown) => {
+          if (left === 0 || !['UND_ERR_SOCKET', 'ECONNRESET'].includes((error as { cause?: { code?: string } }).cause?.code ?? '')) throw error;
+          return attempt(left - 1);
+        });
+      // Every pooled connection may be closing at once: a few tries, each before any answer.
+      const r = await attempt(5);
       return { status: r.status, body: await r.text(), location: r.headers.get('location'), headers: r.headers };
     };
     const deploy: ScenarioContext['deploy'] = (token, project, files, preview) => h.deploy(token, project, site(files), preview === undefined ? {} : { preview });
