@@ -65,6 +65,8 @@ import { NodeStaging } from './adapters/fs/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
 import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
+import { CADDY_SETTINGS, CaddyWebServer } from './adapters/webserver/caddy/caddy-web-server.js';
+import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
@@ -109,7 +111,13 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   c.bind(RELEASE_RULES).to(ReleaseRulesFiles).inSingletonScope();
-  c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  if (config.caddyAdmin === undefined) c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  else {
+    // Caddy is reconfigured per site with rules, through its admin API (docs/caddy.md).
+    const { caddyAdmin, webServerReload } = config;
+    c.bind(CADDY_SETTINGS).toConstantValue({ ...config, caddyAdmin, webServerReload, snippetsDir: caddySnippetsDir(config.dataDir), timeoutMs: 60_000 });
+    c.bind(WEB_SERVER).to(CaddyWebServer).inSingletonScope();
+  }
   c.bind(NodePrecompression).toSelf().inSingletonScope();
   if (config.precompress === 'on') c.bind(PRECOMPRESSION).toService(NodePrecompression);
   else c.bind(PRECOMPRESSION).toConstantValue({ queue: () => undefined, idle: async () => undefined });
