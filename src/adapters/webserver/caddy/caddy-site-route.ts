@@ -162,7 +162,8 @@ export function siteRouteBody(route: SiteRoute): string[] {
   const bare = redirect(route.checkExists ? '@sd_exists' : '*', `${route.prefix}/`, 301);
   return [
     `root * ${token(route.root)}`,
-    `uri strip_prefix ${token(route.prefix)}`,
+    // At a domain's root there is nothing to strip.
+    ...(route.prefix === '' ? [] : [`uri strip_prefix ${token(route.prefix)}`]),
     'vars @sd_query {',
     '	sd_q ?{query}',
     '	sd_qa &{query}',
