@@ -66,6 +66,7 @@ import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-link
 import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
 import { CADDY_SETTINGS, CaddyWebServer } from './adapters/webserver/caddy/caddy-web-server.js';
+import { CaddyDomainLinks } from './adapters/webserver/caddy/caddy-domain-links.js';
 import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
@@ -116,7 +117,8 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
     // Caddy is reconfigured per site with rules, through its admin API (docs/caddy.md).
     const { caddyAdmin, webServerReload } = config;
     c.bind(CADDY_SETTINGS).toConstantValue({ ...config, caddyAdmin, webServerReload, snippetsDir: caddySnippetsDir(config.dataDir), timeoutMs: 60_000 });
-    c.bind(WEB_SERVER).to(CaddyWebServer).inSingletonScope();
+    c.bind(CaddyWebServer).toSelf().inSingletonScope();
+    c.bind(WEB_SERVER).toService(CaddyWebServer);
   }
   c.bind(NodePrecompression).toSelf().inSingletonScope();
   if (config.precompress === 'on') c.bind(PRECOMPRESSION).toService(NodePrecompression);
@@ -132,7 +134,10 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DOMAIN_STORE).to(KyselyDomainStore).inSingletonScope();
   c.bind(DNS_TXT).toConstantValue(new NodeDnsTxt(config.dnsServers));
   c.bind(DOMAIN_ROOTS).toConstantValue({ domainsRoot: config.domainsRoot, docsRoot: config.docsRoot, replica: config.replicaId });
-  c.bind(DOMAIN_LINKS).to(NodeDomainLinks).inSingletonScope();
+  c.bind(NodeDomainLinks).toSelf().inSingletonScope();
+  // Caddy loads a route per site with rules at its domains: it hears of each link's change.
+  if (config.caddyAdmin === undefined) c.bind(DOMAIN_LINKS).toService(NodeDomainLinks);
+  else c.bind(DOMAIN_LINKS).to(CaddyDomainLinks).inSingletonScope();
   c.bind(DOMAIN_SETTINGS).toConstantValue({ max: config.domainsMax, reservedHosts: [config.publicBase, config.previewBase].map((base) => new URL(base).hostname.replace(/^\[|\]$/g, '')) });
   c.bind(CLOCK).to(SystemClock).inSingletonScope();
   c.bind(TOKEN_GENERATOR).to(RandomTokenGenerator).inSingletonScope();

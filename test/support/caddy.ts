@@ -31,14 +31,18 @@ export async function freePort(): Promise<number> {
 export interface CaddyPorts {
   readonly port: number;
   readonly admin: string;
-  /** The service's environment for them: CADDY_ADMIN and PUBLIC_BASE. */
+  /** Where Caddy serves custom domains over HTTPS (DOMAINS_HTTPS_PORT). */
+  readonly httpsPort: number;
+  /** The service's environment for them: CADDY_ADMIN, PUBLIC_BASE, the service's PORT (Caddy asks it before issuing a certificate), DOMAINS_*. */
   readonly env: Record<string, string>;
 }
 
 export async function caddyPorts(): Promise<CaddyPorts> {
   const port = await freePort();
   const admin = `127.0.0.1:${await freePort()}`;
-  return { port, admin, env: { CADDY_ADMIN: admin, PUBLIC_BASE: `http://127.0.0.1:${port}` } };
+  const httpsPort = await freePort();
+  const env = { CADDY_ADMIN: admin, PUBLIC_BASE: `http://127.0.0.1:${port}`, PORT: String(await freePort()), DOMAINS_HTTPS_PORT: String(httpsPort), DOMAINS_TLS: 'internal' };
+  return { port, admin, httpsPort, env };
 }
 
 export interface RunningCaddy {

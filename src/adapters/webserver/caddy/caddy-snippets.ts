@@ -1,6 +1,7 @@
-import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, readdir, readFile, readlink, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { SiteScope } from '../../../application/ports/web-server.js';
+import { DOMAIN_ROUTE_MARKER, domainRoutes } from './caddy-domains.js';
 
 /** What a snippet pins its site to: the release, and whether with rules or none. */
 export interface Pin {
@@ -47,13 +48,31 @@ export class SnippetFiles {
    * the Caddyfile imports: Caddy's adapter takes time in the square of the number of
    * files a glob imports, and in their total size for one file.
    */
-  async combine(): Promise<void> {
+  async combine(domains: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    // Caddy refuses to import an empty file; the glob takes no file.
     for (const kind of ['live', 'previews']) {
-      const files = (await this.list()).filter((file) => file.startsWith(`${kind}/`)).sort();
-      const texts = await Promise.all(files.map((file) => this.read(file)));
-      // Caddy refuses to import an empty file; the glob takes no file.
-      await this.put(`${kind}.caddy`, files.length === 0 ? undefined : texts.filter((t) => t !== undefined).join('\n'));
+      const texts = (await this.texts(kind)).map(({ text }) => text.split(`\n${DOMAIN_ROUTE_MARKER}\n`)[0]!);
+      await this.put(`${kind}.caddy`, texts.length === 0 ? undefined : texts.join('\n'));
     }
+    await this.put('domains.caddy', await this.domainRoutes(domains));
+  }
+
+  /**
+   * The routes of live sites with rules at their verified domains, `domains` giving the
+   * hosts of each site (`<user>/<project>`): what `domains.caddy` should hold.
+   */
+  async domainRoutes(domains: ReadonlyMap<string, readonly string[]>): Promise<string | undefined> {
+    const sites = (await this.texts('live')).map(({ file, text }) => {
+      const [user, project] = file.slice('live/'.length).replace(/\.caddy$/, '').split('.');
+      return { route: text.split(`\n${DOMAIN_ROUTE_MARKER}\n`)[1] ?? '', hosts: domains.get(`${user}/${project}`) ?? [] };
+    });
+    return domainRoutes(sites.filter((s) => s.route !== ''));
+  }
+
+  private async texts(kind: string): Promise<{ file: string; text: string }[]> {
+    const files = (await this.list()).filter((file) => file.startsWith(`${kind}/`)).sort();
+    const texts = await Promise.all(files.map(async (file) => ({ file, text: await this.read(file) })));
+    return texts.filter((t): t is { file: string; text: string } => t.text !== undefined);
   }
 
   /** Every snippet file, relative to the directory. */
@@ -78,6 +97,27 @@ export function inScope(file: string, scope: SiteScope): boolean {
   if (scope.project !== undefined && project !== scope.project) return false;
   if (scope.preview !== undefined) return kind === 'previews' && preview === scope.preview;
   return true;
+}
+
+/**
+ * The verified domains of each live site, `<user>/<project>` -> hosts, from DOMAINS_ROOT's
+ * links (`<host>` -> `DOCS_ROOT/<user>/<project>`): one readlink per domain.
+ */
+export async function domainsBySite(domainsRoot: string, docsRoot: string): Promise<Map<string, string[]>> {
+  const names = await readdir(domainsRoot).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  });
+  const sites = new Map<string, string[]>();
+  for (const name of names.sort()) {
+    // Temporary links start with '.': no domain does.
+    if (name.startsWith('.')) continue;
+    const target = await readlink(join(domainsRoot, name)).catch(() => undefined);
+    if (target === undefined || dirname(dirname(target)) !== docsRoot) continue;
+    const site = `${basename(dirname(target))}/${basename(target)}`;
+    sites.set(site, [...(sites.get(site) ?? []), name]);
+  }
+  return sites;
 }
 
 /** The release a link points at now, resolved; undefined if none. */

@@ -8,7 +8,7 @@ import { WebServerFailed } from '../../../domain/errors.js';
 import { compileSiteRules, hasNoRules, type SiteRules } from '../../../domain/site-rules.js';
 import { LOGGER, type Logger } from '../../log/logger.js';
 import { caddyfile, siteSnippet, snippetFile, type CaddyInput } from './caddy-config.js';
-import { inScope, linkTarget, pinLine, pinOf, SnippetFiles, type Pin } from './caddy-snippets.js';
+import { domainsBySite, inScope, linkTarget, pinLine, pinOf, SnippetFiles, type Pin } from './caddy-snippets.js';
 
 export interface CaddySettings extends CaddyInput {
   /** Caddy's admin endpoint, host:port. */
@@ -32,11 +32,20 @@ export const CADDY_SETTINGS = Symbol.for('sitedrop.CaddySettings') as ServiceIde
  * link has not moved yet, and the general route would serve the old release's files
  * without its rules); that plain pin is dropped at a later load once the link is there.
  * Loads run one at a time.
+ *
+ * Verified domains are read from DOMAINS_ROOT's links at each load: a live site with
+ * rules is routed at its domains too, pinned like its path route. A domain's link
+ * changing calls domainsChanged(), which loads only when those routes change (never for
+ * a site without rules, which the domains' server reaches through the link).
  */
 @injectable()
 export class CaddyWebServer implements WebServer {
   private readonly files: SnippetFiles;
   private queue: Promise<unknown> = Promise.resolve();
+  /** A domains load is queued and has not started: later changes join it. */
+  private domainsQueued = false;
+  /** Caddy may not hold what domains.caddy says (a load failed since it was written). */
+  private domainsStale = false;
 
   constructor(
     @inject(CADDY_SETTINGS) private readonly settings: CaddySettings,
@@ -57,7 +66,7 @@ export class CaddyWebServer implements WebServer {
       } catch (error) {
         // Caddy keeps its configuration when a load fails; the files go back to match it.
         await this.files.put(file, before);
-        await this.files.combine();
+        await this.files.combine(await this.domains());
         if (error instanceof CommandFailed) await this.load(false).catch(() => undefined);
         throw new WebServerFailed((error as Error).message);
       }
@@ -88,8 +97,30 @@ export class CaddyWebServer implements WebServer {
         await this.files.put(file, text);
         changed = true;
       }
-      if (changed) await this.load(true);
+      const domains = await this.files.domainRoutes(await this.domains());
+      if (changed || domains !== (await this.files.read('domains.caddy'))) await this.load(true);
     });
+  }
+
+  /**
+   * A verified domain's link came or went: loads when the routes of sites with rules at
+   * their domains change. The caller never waits (nor does a deploy that has a load of
+   * its own to do: that one reads the links too). A failure is logged; the next load
+   * carries the change.
+   */
+  domainsChanged(): void {
+    if (this.domainsQueued) return;
+    this.domainsQueued = true;
+    this.serially(async () => {
+      this.domainsQueued = false;
+      const wanted = await this.files.domainRoutes(await this.domains());
+      if (!this.domainsStale && wanted === (await this.files.read('domains.caddy'))) return;
+      await this.load(true);
+    }).catch((error: unknown) => this.logger.warn('Caddy could not be told of a custom domain change', { error: (error as Error).message }));
+  }
+
+  private domains(): Promise<Map<string, string[]>> {
+    return domainsBySite(this.settings.domainsRoot, this.settings.docsRoot);
   }
 
   /** The snippet a site should have for `served`, given what it has now. */
@@ -131,7 +162,8 @@ export class CaddyWebServer implements WebServer {
   /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD. */
   private async load(withCommand: boolean): Promise<void> {
     await this.dropSettledPins();
-    await this.files.combine();
+    await this.files.combine(await this.domains());
+    this.domainsStale = true;
     const response = await fetch(`http://${this.settings.caddyAdmin}/load`, {
       method: 'POST',
       headers: { 'content-type': 'text/caddyfile' },
@@ -141,6 +173,7 @@ export class CaddyWebServer implements WebServer {
       throw new Error(`Caddy's admin endpoint ${this.settings.caddyAdmin} did not answer: ${(error as Error).message}`);
     });
     if (!response.ok) throw new Error(`Caddy refused the configuration (${response.status}): ${(await response.text()).slice(0, 300)}`);
+    this.domainsStale = false;
     if (withCommand && this.settings.webServerReload !== undefined) await runCommand(this.settings.webServerReload, this.settings.timeoutMs);
   }
 

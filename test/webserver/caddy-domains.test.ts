@@ -1,0 +1,160 @@
+import { request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { caddyPorts, startCaddy, type RunningCaddy } from '../support/caddy.js';
+import { startDnsResponder, type DnsResponder } from '../support/dns-responder.js';
+import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
+import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
+import { file, tgz } from '../support/tar-builder.js';
+import { until } from '../support/until.js';
+
+const site = (files: Record<string, string>): Buffer => tgz(Object.entries(files).map(([path, body]) => file(path, body)));
+
+interface Answer {
+  status: number;
+  body: string;
+  location: string | undefined;
+  headers: Record<string, unknown>;
+}
+
+describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running the generated Caddyfile (%s)', (_name, open) => {
+  let h: Harness;
+  let backend: Backend;
+  let dns: DnsResponder;
+  let caddy: RunningCaddy;
+  let httpsPort: number;
+  let ann: string;
+  let bob: string;
+
+  const collect = (resolve: (a: Answer) => void) => (res: import('node:http').IncomingMessage) => {
+    let body = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (body += chunk));
+    res.on('end', () => resolve({ status: res.statusCode ?? 0, body, location: res.headers.location, headers: res.headers }));
+  };
+  /** A GET through Caddy's HTTP port with this Host header, as a browser at that domain would send it. */
+  const get = (host: string, path: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      request({ host: '127.0.0.1', port: caddy.port, path, headers: { host } }, collect(resolve)).on('error', reject).end();
+    });
+  /** A GET over HTTPS with SNI = `host`, trusting any certificate (Caddy's internal CA). */
+  const getTls = (host: string, path: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      httpsRequest({ host: '127.0.0.1', port: httpsPort, servername: host, path, headers: { host }, rejectUnauthorized: false, agent: false }, collect(resolve))
+        .on('error', reject)
+        .end();
+    });
+  const own = async (token: string, project: string, domain: string) => {
+    const added = await h.call('POST', `/api/v1/projects/${project}/domains`, { token, json: { domain } });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    const v = added.body.verification as { name: string; value: string };
+    dns.txt.set(v.name, [v.value]);
+    expect((await h.call('POST', `/api/v1/projects/${project}/domains/${domain}/verify`, { token })).status).toBe(200);
+  };
+  const deploy = async (token: string, project: string, files: Record<string, string>, preview?: string) => {
+    const r = await h.deploy(token, project, site(files), preview === undefined ? {} : { preview });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body.release as string;
+  };
+  /** Within 10 s, as the issue allows for a change that needs Caddy to load. */
+  const soon = (what: string, check: () => Promise<boolean>) => until(check, what, 10_000);
+
+  beforeAll(async () => {
+    backend = await open();
+    dns = await startDnsResponder();
+    const ports = await caddyPorts();
+    httpsPort = ports.httpsPort;
+    h = await startHarness({ ...backend.env, ...ports.env, DNS_SERVERS: dns.address });
+    caddy = await startCaddy(h.root, ports);
+    ann = await h.createUser('ann');
+    bob = await h.createUser('bob');
+  });
+  afterAll(async () => {
+    await caddy?.stop();
+    await h?.close();
+    await dns?.close();
+    await backend?.drop();
+  });
+
+  it("serves a verified domain's site without rules at its root, in any case, and a new deploy at once", async () => {
+    await deploy(ann, 'plain', { 'index.html': 'ann plain', 'about.html': 'about', '404.html': 'plain lost', 'dir/index.html': 'dir' });
+    await own(ann, 'plain', 'plain.example.com');
+    expect(await get('plain.example.com', '/')).toMatchObject({ status: 200, body: 'ann plain' });
+    expect(await get(`PLAIN.Example.COM:${caddy.port}`, '/about')).toMatchObject({ status: 200, body: 'about' });
+    expect(await get('plain.example.com.', '/about.html')).toMatchObject({ status: 200, body: 'about' });
+    expect(await get('plain.example.com', '/dir')).toMatchObject({ status: 301, location: '/dir/' });
+    expect(await get('plain.example.com', '/missing')).toMatchObject({ status: 404, body: 'plain lost' });
+    for (const hidden of ['/_redirects', '/.sitedrop/head.json']) expect((await get('plain.example.com', hidden)).status, hidden).toBe(404);
+    await deploy(ann, 'plain', { 'index.html': 'ann plain v2' });
+    expect(await get('plain.example.com', '/')).toMatchObject({ status: 200, body: 'ann plain v2' });
+    // PUBLIC_BASE's own host still serves path addresses; the domain is no path address.
+    expect(await get(`127.0.0.1:${caddy.port}`, '/ann/plain/')).toMatchObject({ status: 200, body: 'ann plain v2' });
+    expect((await get('plain.example.com', '/ann/plain/')).status).toBe(404);
+  });
+
+  it("serves a site with rules at its domain's root, with its rules as if at /, and its next release's rules", async () => {
+    await deploy(ann, 'docs', {
+      'index.html': 'ann docs home',
+      'new.html': 'the new page',
+      '404.html': 'ann docs lost',
+      _redirects: '/old /new.html\n',
+      _headers: '/*\n  X-Site: ann-docs\n',
+    });
+    await own(ann, 'docs', 'docs.example.com');
+    await soon('the rules at the domain', async () => (await get('docs.example.com', '/old')).status === 301);
+    expect(await get('Docs.Example.com', '/old?x=1')).toMatchObject({ status: 301, location: '/new.html?x=1' });
+    expect(await get('docs.example.com', '/new')).toMatchObject({ status: 200, body: 'the new page' });
+    expect(await get('docs.example.com', '/missing')).toMatchObject({ status: 404, body: 'ann docs lost' });
+    expect((await get('docs.example.com', '/')).headers['x-site']).toBe('ann-docs');
+    expect((await get('docs.example.com', '/_redirects')).status).toBe(404);
+    expect(await get(`127.0.0.1:${caddy.port}`, '/ann/docs/old')).toMatchObject({ status: 301, location: '/ann/docs/new.html' });
+    // A deploy loads the domain's route with the path's: no wait.
+    await deploy(ann, 'docs', { 'index.html': 'v2', 'newer.html': 'newer', _redirects: '/old /newer.html 302\n' });
+    expect(await get('docs.example.com', '/old')).toMatchObject({ status: 302, location: '/newer.html' });
+    // Its rules gone, the domain is served through its link, without them.
+    await deploy(ann, 'docs', { 'index.html': 'v3' });
+    expect((await get('docs.example.com', '/old')).status).toBe(404);
+    expect(await get('docs.example.com', '/')).toMatchObject({ status: 200, body: 'v3' });
+    // Never a preview.
+    await deploy(ann, 'docs', { 'index.html': 'the preview', _redirects: '/p /index.html 302\n' }, 'pr-1');
+    expect(await get('docs.example.com', '/')).toMatchObject({ body: 'v3' });
+    expect((await get('docs.example.com', '/p')).status).toBe(404);
+  });
+
+  it('serves no site for an unknown, an unverified or a removed domain, nor after its project or user is deleted', async () => {
+    await deploy(bob, 'site', { 'index.html': 'bob site', _redirects: '/r /index.html 302\n' });
+    expect((await get('unknown.example.com', '/')).status).toBe(404);
+    expect((await h.call('POST', '/api/v1/projects/site/domains', { token: bob, json: { domain: 'pending.example.com' } })).status).toBe(200);
+    expect((await get('pending.example.com', '/')).status).toBe(404);
+    await own(bob, 'site', 'bob.example.com');
+    await soon('the domain', async () => (await get('bob.example.com', '/r')).status === 302);
+    expect((await h.call('DELETE', '/api/v1/projects/site/domains/bob.example.com', { token: bob })).status).toBe(200);
+    await soon('no site at the removed domain', async () => (await get('bob.example.com', '/r')).status === 404);
+    expect((await get('bob.example.com', '/')).status).toBe(404);
+    await own(bob, 'site', 'bob.example.com');
+    await soon('the domain again', async () => (await get('bob.example.com', '/r')).status === 302);
+    expect((await h.call('DELETE', '/api/v1/projects/site', { token: bob })).status).toBe(200);
+    await soon('no site once the project is gone', async () => (await get('bob.example.com', '/')).status === 404);
+    await deploy(bob, 'site', { 'index.html': 'bob again' });
+    expect((await get('bob.example.com', '/')).status).toBe(404);
+    await own(bob, 'site', 'bob.example.com');
+    expect(await get('bob.example.com', '/')).toMatchObject({ status: 200, body: 'bob again' });
+    expect((await h.call('DELETE', '/api/v1/auth', { token: ADMIN_TOKEN, json: { username: 'bob', files: 'persist' } })).status).toBe(200);
+    expect((await get('bob.example.com', '/')).status).toBe(404);
+    for (const host of ['..', 'domains', '_', '.bob.example.com', `127.0.0.1:${caddy.port}x`]) expect((await get(host, '/')).status, host).not.toBe(200);
+  });
+
+  it('serves a verified domain over HTTPS with a certificate issued on demand, and no certificate for any other host', async () => {
+    await deploy(ann, 'secure', { 'index.html': 'secure home', 'a.html': 'A', _redirects: '/go /a.html 302\n' });
+    await own(ann, 'secure', 'secure.example.com');
+    await own(ann, 'plain', 'www.plain.example.com');
+    expect(await getTls('www.plain.example.com', '/')).toMatchObject({ status: 200, body: 'ann plain v2' });
+    await soon('the rules over HTTPS', async () => (await getTls('secure.example.com', '/go')).status === 302);
+    expect(await getTls('secure.example.com', '/go')).toMatchObject({ status: 302, location: '/a.html' });
+    expect(await getTls('secure.example.com', '/')).toMatchObject({ status: 200, body: 'secure home' });
+    // Claimed but unverified, unknown, or removed: Caddy's check fails, so no certificate and no handshake.
+    expect((await h.call('POST', '/api/v1/projects/secure/domains', { token: ann, json: { domain: 'pending.secure.example.com' } })).status).toBe(200);
+    await expect(getTls('pending.secure.example.com', '/')).rejects.toThrow();
+    await expect(getTls('unknown.example.org', '/')).rejects.toThrow();
+  });
+});
