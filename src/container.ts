@@ -71,6 +71,8 @@ import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
+import { DeployActivity } from './adapters/precompress/deploy-activity.js';
+import { ActivitySessionObjects, ActivityStaging } from './adapters/precompress/yielding-ports.js';
 import { AddDomain } from './application/add-domain.js';
 import { CheckDomain } from './application/check-domain.js';
 import { ListDomains } from './application/list-domains.js';
@@ -104,10 +106,14 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(ManifestMemory).toSelf().inSingletonScope();
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
-  c.bind(STAGING).toService(NodeStaging);
+  // Deploys' own work is watched, so that background work (compressed siblings) gives way to it.
+  const activity = new DeployActivity();
+  c.bind(DeployActivity).toConstantValue(activity);
+  c.bind(STAGING).toDynamicValue((context) => new ActivityStaging(context.get(NodeStaging), activity)).inSingletonScope();
   c.bind(RELEASE_PREPARATION).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
-  c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
+  c.bind(NodeSessionObjects).toSelf().inSingletonScope();
+  c.bind(SESSION_OBJECTS).toDynamicValue((context) => new ActivitySessionObjects(context.get(NodeSessionObjects), activity)).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();

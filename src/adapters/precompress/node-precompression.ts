@@ -6,15 +6,19 @@ import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
 import { DeploysTree } from '../fs/deploys-tree.js';
+import { trimHeap } from '../fs/heap-trim.js';
 import { script } from '../fs/fs-threads.js';
 import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/node-preview-links.js';
 import { LOGGER, type Logger } from '../log/logger.js';
+import { DeployActivity } from './deploy-activity.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
 import { servedReleases } from './served-releases.js';
 import { SIBLING_SETTINGS } from './sibling-settings.js';
 
 /** How long the thread outlives its last release: its isolate (~10 MiB) goes when there is nothing to do. */
 const IDLE_MS = 1000;
+/** How long no deploy must have run before siblings are made: deploys come in bursts. */
+const QUIET_MS = 500;
 
 interface Queued {
   readonly user: Username;
@@ -28,6 +32,9 @@ interface Queued {
  * on: nothing here is awaited by a deploy, and a failure is logged, never thrown. The
  * thread starts with the first release and ends once idle. Each release gets a scratch
  * directory as a staging area does (deploys-tree.ts), so a crash's leftovers go at start-up.
+ * It gives way to deploys: it starts only once none has run for QUIET_MS, and a deploy
+ * that starts ends the thread (its memory handed back) and puts the release back first in
+ * line; what a batch linked already stays, so the next run goes on from there.
  */
 @injectable()
 export class NodePrecompression implements Precompression {
@@ -39,12 +46,21 @@ export class NodePrecompression implements Precompression {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Set while a deploy has cut the release under way. */
+  private yielded = false;
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(PREVIEW_ROOTS) private readonly previewRoots: PreviewRoots,
     @inject(LOGGER) private readonly logger: Logger,
-  ) {}
+    @inject(DeployActivity) private readonly activity: DeployActivity,
+  ) {
+    activity.onBusy(() => {
+      if (this.worker === undefined) return;
+      this.yielded = true;
+      void this.worker.terminate().then(() => trimHeap());
+    });
+  }
 
   queue(user: Username, project: ProjectName, release: ReleaseId): void {
     const key = `${user}/${project}/${release}`;
@@ -79,10 +95,20 @@ export class NodePrecompression implements Precompression {
   private async drain(): Promise<void> {
     clearTimeout(this.idleTimer);
     for (let next = this.waiting.shift(); next !== undefined && !this.closed; next = this.waiting.shift()) {
-      this.keys.delete(`${next.user}/${next.project}/${next.release}`);
-      await this.precompress(next).catch((error: unknown) =>
-        this.logger.warn('precompression failed', { user: next!.user, project: next!.project, release: next!.release, error: (error as Error).message }),
+      await this.activity.quiet(QUIET_MS);
+      if (this.closed) break;
+      this.yielded = false;
+      const key = `${next.user}/${next.project}/${next.release}`;
+      this.keys.delete(key);
+      const failed = await this.precompress(next).then(
+        () => undefined,
+        (error: unknown) => error as Error,
       );
+      if (failed && this.yielded && !this.closed) {
+        // A deploy cut it: first in line again, once deploys are quiet.
+        this.keys.add(key);
+        this.waiting.unshift(next);
+      } else if (failed) this.logger.warn('precompression failed', { user: next.user, project: next.project, release: next.release, error: failed.message });
     }
     this.draining = undefined;
     this.idleTimer = setTimeout(() => void this.worker?.terminate(), IDLE_MS);
