@@ -55,6 +55,7 @@ import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js'
 import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/archive-extractor.js';
 import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
+import { WRITER_TASKS, WriterTasks } from './adapters/fs/writer-tasks.js';
 import { trimHeap } from './adapters/fs/heap-trim.js';
 import { ManifestMemory } from './adapters/fs/manifest-memory.js';
 import { ProjectContent } from './adapters/fs/project-content.js';
@@ -81,6 +82,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles), whenIdle: trimHeap });
   c.bind(FS_THREADS).toConstantValue(threads);
+  c.bind(WRITER_TASKS).toConstantValue(new WriterTasks(threads));
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.
   c.bind(DeploysTree).toSelf().inSingletonScope();

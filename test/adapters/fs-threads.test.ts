@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
 import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
+import { WriterTasks } from '../../src/adapters/fs/writer-tasks.js';
 import { BULK_THREAD_NICE } from '../../src/adapters/fs/thread-priority.js';
 import { trimHeap } from '../../src/adapters/fs/heap-trim.js';
 import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
@@ -42,6 +43,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     },
   });
   const extractor = new ArchiveExtractor(threads);
+  const tasks = new WriterTasks(threads);
 
   let objects: { store: string; fresh: string };
 
@@ -84,10 +86,10 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const tree = join(root, 'doomed');
     await makeTree(tree);
     await symlink(outside, join(tree, 'd3', 'link-out'));
-    await threads.remove(tree);
+    await tasks.remove(tree);
     await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await readFile(join(outside, 'keep'), 'utf8')).toBe('precious');
-    await threads.remove(join(root, 'never-there'));
+    await tasks.remove(join(root, 'never-there'));
   });
 
   it('keeps unpacking a deploy while it removes a large tree', async () => {
@@ -100,7 +102,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     }
     const dir = await mkdtemp(join(root, 'beside-'));
     let removed = false;
-    const removal = threads.remove(tree).then(() => (removed = true));
+    const removal = tasks.remove(tree).then(() => (removed = true));
     const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(301);
     // Removed a few hundred entries at a time, it had not finished when the deploy had.
@@ -120,11 +122,11 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const small = join(root, 'small-tree');
     await mkdir(small);
     const order: string[] = [];
-    const walked = threads.releaseManifest(release, join(root, 'no-store')).then((files) => {
+    const walked = tasks.releaseManifest(release, join(root, 'no-store')).then((files) => {
       order.push('walk');
       return files;
     });
-    const removed = threads.remove(small).then(() => order.push('removal'));
+    const removed = tasks.remove(small).then(() => order.push('removal'));
     await Promise.all([walked, removed]);
     // One queue in order would answer the walk first.
     expect(order).toEqual(['removal', 'walk']);
@@ -159,7 +161,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(51);
     expect(await releaseVersion(again, 50)).toBe('after');
-    await threads.remove(dir);
+    await tasks.remove(dir);
     await expect(lstat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });

@@ -77,7 +77,7 @@ describe('the release store and staging share what was assembled (real directori
   it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
-      const walks = vi.spyOn(d.threads, 'releaseManifest');
+      const walks = vi.spyOn(d.tasks, 'releaseManifest');
       await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
       await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));

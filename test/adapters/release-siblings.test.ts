@@ -49,7 +49,8 @@ const run = (dir: string, settings: Partial<SiblingSettings> = {}, sync = syncFi
 function manifestOf(dir: string) {
   const walk = new ReleaseManifestWalk(dir, store);
   while (!walk.step(1000));
-  return walk.manifest?.map((f) => f.path).sort();
+  const manifest = walk.result();
+  return manifest === 'gone' ? undefined : manifest.map((f) => f.path).sort();
 }
 
 const filesBelow = (dir: string): string[] =>

@@ -5,7 +5,7 @@ import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import type { ProjectName } from '../../domain/project-name.js';
 import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
-import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
 import { TrashCollector } from './trash-collector.js';
 
 /** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
@@ -67,14 +67,14 @@ export class DeploysTree {
 
   constructor(
     @inject(RELEASE_ROOTS) readonly roots: ReleaseRoots,
-    @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.freshRoot = join(roots.deploysRoot, FRESH);
     this.sessionsRoot = join(roots.deploysRoot, SESSIONS);
     this.trashRoot = join(roots.deploysRoot, TRASH);
     this.stagingPrefix = `deploy+${roots.replica}+`;
-    this.trash = new TrashCollector(this.trashRoot, `${roots.replica}+`, threads);
+    this.trash = new TrashCollector(this.trashRoot, `${roots.replica}+`, tasks);
   }
 
   projectDir(user: Username, project: ProjectName): string {
@@ -133,7 +133,7 @@ export class DeploysTree {
       for (const name of await readdir(root)) {
         if (!name.startsWith(this.stagingPrefix)) continue;
         const path = join(root, name);
-        await this.threads.remove(path);
+        await this.tasks.remove(path);
         if (root === this.stagingRoot) removed.push(path);
       }
     }

@@ -9,8 +9,8 @@ import type { ManifestFile } from '../../domain/manifest.js';
  * so any number of deploys share the two threads. Buffers travel with `chunk` and `ops`
  * and come back with their `ack` (send-window.ts).
  *
- *   main ──begin/chunk/end/abort──▶ unpack ──begin/ops/flush──▶ writer ◀──remove── main
- *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──removed──▶ main
+ *   main ──begin/chunk/end/abort──▶ unpack ──begin/ops/flush──▶ writer ◀──task──── main
+ *   main ◀──ack/done/failed─────── unpack ◀──ack/failed/flushed── writer ──answer──▶ main
  */
 export type ToUnpacker =
   | { type: 'begin'; job: number; dir: string; objects: StagingObjects; limits: ArchiveLimits; chmod: boolean; expect?: PackedBytes }
@@ -81,14 +81,17 @@ export interface StagingObjects {
 }
 
 /**
- * From the main thread to the writer, which interleaves them with the jobs' writes, a
- * few hundred entries at a time: rm -rf of a tree (`path`), the collection of a store's
- * objects that no release links (`path` the store), the renaming of a store's objects
- * still under their old names (`migrate`, `path` the store), the adoption of a staging job's
- * new objects (`path`) into a store (`into`), a probe of a store, or a release's manifest.
+ * A task the main thread asks of the writer, which interleaves it with the jobs' writes
+ * a step at a time (writer-task.ts): rm -rf of a tree (`remove`), the collection of a
+ * store's objects that no release links (`collect`), the renaming of a store's objects
+ * still under their old names (`migrate`), the adoption of a staging job's new objects
+ * (`path`) into a store (`into`), a probe of a store, a release's manifest or inodes, or
+ * the sharing of one session's uploads with another.
  */
-export type RemoveRequest =
-  | { type: 'remove' | 'collect' | 'migrate'; id: number; path: string }
+export type WriterTaskRequest =
+  | { type: 'remove'; id: number; path: string }
+  | { type: 'collect'; id: number; path: string }
+  | { type: 'migrate'; id: number; path: string }
   | { type: 'adopt'; id: number; path: string; into: string }
   /**
    * Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size.
@@ -101,11 +104,26 @@ export type RemoveRequest =
   | { type: 'inodes'; id: number; path: string }
   /** Links into the uploads `into` those of the uploads at `path` that are among `objects` (digest to size), at their size. */
   | { type: 'share'; id: number; path: string; into: string; objects: ReadonlyMap<string, number> };
+
 /**
- * `listed`: a manifest request's answer, 'gone' when there is no such release; `inodes`, an
- * inodes request's (sorted), 'gone' likewise; `shared`, the digests a share linked.
+ * What each kind of task answers. `manifest` and `inodes`: 'gone' when there is no such
+ * release (inodes sorted); `share`: the digests it linked.
  */
-export type Removed = { type: 'removed'; id: number; error?: string; probed?: Probed; listed?: ManifestFile[] | 'gone'; inodes?: Float64Array | 'gone'; shared?: string[] };
+export interface WriterTaskResults {
+  remove: undefined;
+  collect: undefined;
+  migrate: undefined;
+  adopt: undefined;
+  probe: Probed;
+  manifest: ManifestFile[] | 'gone';
+  inodes: Float64Array | 'gone';
+  share: string[];
+}
+
+export type WriterTaskKind = WriterTaskRequest['type'];
+
+/** A task's end: its result, or why it failed. */
+export type WriterTaskAnswer = { type: 'answer'; id: number; error?: string; result?: WriterTaskResults[WriterTaskKind] };
 export type Probed = { missing: string[]; wrongSize: string[] };
 
 /** Each thread's workerData: its end of the channel between the unpack and writer threads. */

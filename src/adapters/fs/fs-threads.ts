@@ -2,8 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
 import type { ServiceIdentifier } from 'inversify';
-import type { ManifestFile } from '../../domain/manifest.js';
-import type { FromUnpacker, Probed, Removed, RemoveRequest, ThreadData, ToUnpacker } from './fs-protocol.js';
+import type { FromUnpacker, ThreadData, ToUnpacker, WriterTaskAnswer, WriterTaskRequest } from './fs-protocol.js';
 
 /**
  * Worker threads need JavaScript. Under vitest this module runs from src/*.ts, so it
@@ -18,8 +17,6 @@ export function script(name: string): string {
 }
 
 export const FS_THREADS = Symbol.for('sitedrop.FsThreads') as ServiceIdentifier<FsThreads>;
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** One deploy's conversation with the unpack thread. */
 export interface UnpackJob {
@@ -61,19 +58,26 @@ interface Threads {
   readonly writer: Worker;
 }
 
+/** Who hears the writer's answers to tasks (writer-tasks.ts), and of the threads stopping. */
+export interface WriterListener {
+  answered(message: WriterTaskAnswer): void;
+  /** The threads stopped: every task in hand is lost. */
+  stopped(error: Error): void;
+}
+
 /**
- * The two threads that do the release tree's bulk work for the whole process: the
- * unpack thread (unpack-thread.ts) and the writer thread (writer-thread.ts), joined by
- * a channel of their own. Deploys share them, each a job with its own id, so a deploy
- * running beside another costs its buffers rather than two more isolates. If either
- * thread stops, both are ended, everything in hand fails, and the next use starts two
- * new ones.
+ * The supervisor of the two threads that do the release tree's bulk work for the whole
+ * process: the unpack thread (unpack-thread.ts) and the writer thread (writer-thread.ts),
+ * joined by a channel of their own. Deploys share them, each a job with its own id, so a
+ * deploy running beside another costs its buffers rather than two more isolates; tasks
+ * reach the writer through WriterTasks. If either thread stops, both are ended,
+ * everything in hand fails, and the next use starts two new ones.
  */
 export class FsThreads {
   private threads: Threads | undefined;
   private nextId = 1;
   private readonly jobs = new Map<number, (message: FromUnpacker) => void>();
-  private readonly removals = new Map<number, { path: string; resolve: (answer: Removed) => void; reject: (error: Error) => void }>();
+  private writerListener: WriterListener | undefined;
   private readonly unpackerScript = script('unpack-thread');
   private readonly writerScript = script('writer-thread');
 
@@ -126,66 +130,14 @@ export class FsThreads {
     this.idleTimer.unref();
   }
 
-  /** rm -rf `path`, on the writer thread, between the batches of any deploys under way. */
-  async remove(path: string): Promise<void> {
-    await this.ask({ type: 'remove', path });
+  /** Where the writer's answers go: one listener, the process's WriterTasks. */
+  listenToWriter(listener: WriterListener): void {
+    this.writerListener = listener;
   }
 
-  /** Deletes the objects of the store at `path` that no release links (store-objects.ts). */
-  async collectObjects(path: string): Promise<void> {
-    await this.ask({ type: 'collect', path });
-  }
-
-  /** Renames the objects of the store at `path` still under their old names (object-names.ts, store-objects.ts). */
-  async migrateObjectNames(path: string): Promise<void> {
-    await this.ask({ type: 'migrate', path });
-  }
-
-  /** Links a staging job's new objects (`fresh`) into the user's store (`store`). */
-  async adoptObjects(fresh: string, store: string): Promise<void> {
-    await this.ask({ type: 'adopt', path: fresh, into: store });
-  }
-
-  /**
-   * Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size;
-   * with `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (store-objects.ts, ObjectProbe).
-   */
-  async probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>, within?: readonly Float64Array[]): Promise<Probed> {
-    const answer = await this.ask({ type: 'probe', path: store, uploads, objects, ...(within && { within }) });
-    return answer.probed ?? { missing: [], wrongSize: [] };
-  }
-
-  /** The inode numbers of the files of the release at `release`, sorted; undefined if there is no such release. */
-  async releaseInodes(release: string): Promise<Float64Array | undefined> {
-    const { inodes } = await this.ask({ type: 'inodes', path: release });
-    return inodes === 'gone' ? undefined : inodes;
-  }
-
-  /** Links into the uploads `into` what the uploads `from` hold of `objects` (digest to size); returns the digests linked. */
-  async shareUploads(from: string, into: string, objects: ReadonlyMap<string, number>): Promise<string[]> {
-    const { shared } = await this.ask({ type: 'share', path: from, into, objects });
-    return shared ?? [];
-  }
-
-  /** The manifest of the release at `release`, whose files link into `store`; undefined if there is no such release. */
-  async releaseManifest(release: string, store: string): Promise<ManifestFile[] | undefined> {
-    const { listed } = await this.ask({ type: 'manifest', path: release, store });
-    return listed === 'gone' ? undefined : listed;
-  }
-
-  private ask(request: DistributiveOmit<RemoveRequest, 'id'>): Promise<Removed> {
-    let threads: Threads;
-    try {
-      threads = this.running();
-    } catch (error) {
-      // A rejection, not a throw: the trash collector's queue must go on after it.
-      return Promise.reject(error as Error);
-    }
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.removals.set(id, { path: request.path, resolve, reject });
-      threads.writer.postMessage({ ...request, id } satisfies RemoveRequest);
-    });
+  /** Posts a task to the writer thread, starting the threads if need be (which throws once closed). */
+  postToWriter(request: WriterTaskRequest): void {
+    this.running().writer.postMessage(request);
   }
 
   async close(): Promise<void> {
@@ -222,21 +174,13 @@ export class FsThreads {
     }
     const threads = { unpacker, writer };
     unpacker.on('message', (message: FromUnpacker) => this.jobs.get(message.job)?.(message));
-    writer.on('message', (message: Removed) => this.removed(message));
+    writer.on('message', (message: WriterTaskAnswer) => this.writerListener?.answered(message));
     for (const worker of [unpacker, writer]) {
       worker.on('error', (error: Error) => this.stopped(threads, error));
       worker.on('exit', (code: number) => this.stopped(threads, new Error(`a file-system thread stopped (exit code ${code})`)));
     }
     this.threads = threads;
     return threads;
-  }
-
-  private removed(message: Removed): void {
-    const waiting = this.removals.get(message.id);
-    this.removals.delete(message.id);
-    if (!waiting) return;
-    if (message.error === undefined) waiting.resolve(message);
-    else waiting.reject(new Error(`removing ${waiting.path}: ${message.error}`));
   }
 
   /** Fails everything the stopped threads had in hand; the next use starts new ones. */
@@ -248,8 +192,6 @@ export class FsThreads {
     const jobs = [...this.jobs];
     this.jobs.clear();
     for (const [job, onMessage] of jobs) onMessage({ type: 'failed', job, kind: 'io', message: error.message });
-    const removals = [...this.removals.values()];
-    this.removals.clear();
-    for (const { reject } of removals) reject(error);
+    this.writerListener?.stopped(error);
   }
 }

@@ -11,7 +11,7 @@ import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
 import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
 import { fsyncDirectory, mkdirDurable } from './durability.js';
-import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 import { ManifestMemory } from './manifest-memory.js';
 import { treeBytes } from './tree-bytes.js';
@@ -32,7 +32,7 @@ export class NodeReleaseStore implements ReleaseStore {
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
-    @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
   ) {
     this.docsRoot = tree.roots.docsRoot;
@@ -45,7 +45,7 @@ export class NodeReleaseStore implements ReleaseStore {
     // deploy refused before this point leaves the store as it was. The release holds its
     // own links, so a store entry lost in a crash costs only sharing, never a file.
     const manifest = this.manifests.takeStaged(staged.handle);
-    await this.threads.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
+    await this.tasks.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
@@ -107,7 +107,7 @@ export class NodeReleaseStore implements ReleaseStore {
     if (remembered) return remembered.manifestFiles();
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
-    const files = await this.threads.releaseManifest(dir, this.tree.objectsDir(user));
+    const files = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
     if (files) this.manifests.remember(dir, identity, PackedManifest.pack(manifestOf(files)));
     return files;
   }
@@ -141,7 +141,7 @@ export class NodeReleaseStore implements ReleaseStore {
   async removeUserFiles(user: Username): Promise<void> {
     await this.tree.prepare();
     // The links go first, so the sites stop being served before their files go.
-    await this.threads.remove(join(this.docsRoot, user));
+    await this.tasks.remove(join(this.docsRoot, user));
     await this.tree.throwAway(join(this.tree.roots.deploysRoot, user));
   }
 

@@ -7,7 +7,7 @@ import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
 import { DeploysTree } from './deploys-tree.js';
-import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
 import { ProjectContent } from './project-content.js';
 
 /** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
@@ -16,7 +16,7 @@ export class NodeSessionObjects implements SessionObjects {
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
-    @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
     @inject(ProjectContent) private readonly content: ProjectContent,
   ) {}
 
@@ -24,7 +24,7 @@ export class NodeSessionObjects implements SessionObjects {
     const uploads = session === undefined ? undefined : this.tree.uploadsDir(session);
     // A deploy key's: the store answers only for what its project's releases hold.
     const { missing, wrongSize } =
-      scope === undefined ? await this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects) : await this.content.probe(user, scope.project, uploads, objects);
+      scope === undefined ? await this.tasks.probeObjects(this.tree.objectsDir(user), uploads, objects) : await this.content.probe(user, scope.project, uploads, objects);
     const lie = wrongSize[0];
     if (lie !== undefined) throw new ManifestRejected(`size does not match the object's: ${lie} is not ${objects.get(lie as Digest)} bytes`);
     return missing as Digest[];
@@ -36,7 +36,7 @@ export class NodeSessionObjects implements SessionObjects {
     for (const other of from) {
       const wanted = new Map([...objects].filter(([digest]) => !shared.has(digest)));
       if (wanted.size === 0) break;
-      for (const digest of await this.threads.shareUploads(this.tree.uploadsDir(other), into, wanted)) shared.add(digest);
+      for (const digest of await this.tasks.shareUploads(this.tree.uploadsDir(other), into, wanted)) shared.add(digest);
     }
     return [...shared] as Digest[];
   }
@@ -59,7 +59,7 @@ export class NodeSessionObjects implements SessionObjects {
       });
       // Not flushed to disk here: the publish flushes once for every batch, and checks each
       // uploaded object's bytes before a release links it (writer-thread.ts, isIntact).
-      await this.threads.adoptObjects(area.fresh, this.tree.uploadsDir(session));
+      await this.tasks.adoptObjects(area.fresh, this.tree.uploadsDir(session));
       return extracted.files;
     } finally {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);

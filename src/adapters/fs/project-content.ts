@@ -6,7 +6,7 @@ import { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
 import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
 import type { Probed } from './fs-protocol.js';
-import { FS_THREADS, type FsThreads } from './fs-threads.js';
+import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
 import { ProjectInodes } from './project-inodes.js';
 
 /**
@@ -39,7 +39,7 @@ export class ProjectContent {
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
-    @inject(FS_THREADS) private readonly threads: FsThreads,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
   ) {}
 
   /**
@@ -50,7 +50,7 @@ export class ProjectContent {
    */
   async probe(user: Username, project: ProjectName, uploads: string | undefined, objects: ReadonlyMap<string, number>): Promise<Probed> {
     const within = await this.releaseInodes(this.tree.projectDir(user, project));
-    return this.threads.probeObjects(this.tree.objectsDir(user), uploads, objects, [within]);
+    return this.tasks.probeObjects(this.tree.objectsDir(user), uploads, objects, [within]);
   }
 
   /** Every inode the project's releases' files have, sorted. */
@@ -75,7 +75,7 @@ export class ProjectContent {
     const key = `${release}\n${identity}`;
     let walk = this.walking.get(key);
     if (walk === undefined) {
-      walk = this.threads.releaseInodes(release).finally(() => this.walking.delete(key));
+      walk = this.tasks.releaseInodes(release).finally(() => this.walking.delete(key));
       this.walking.set(key, walk);
     }
     return walk;

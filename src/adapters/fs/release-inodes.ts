@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 
 const isGone = (error: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '');
 
@@ -9,12 +10,13 @@ const isGone = (error: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes((erro
  * (project-content.ts). One lstat per file and a readdir per directory, a few thousand a
  * step, on the writer thread between the deploys' batches, as a manifest walk is.
  */
-export class ReleaseInodesWalk {
+export class ReleaseInodesWalk implements WriterTask<'inodes'> {
+  readonly budget = LOOKUP_BUDGET;
   private readonly dirs: string[] = [''];
   private files: string[] = [];
   private readonly inodes: number[] = [];
   /** Sorted, once `step` returns true; undefined when the release is not there (or went while it was walked). */
-  result: Float64Array | undefined;
+  private sorted: Float64Array | undefined;
 
   constructor(private readonly release: string) {}
 
@@ -31,7 +33,7 @@ export class ReleaseInodesWalk {
         }
         const dir = this.dirs.pop();
         if (dir === undefined) {
-          this.result = Float64Array.from(this.inodes).sort();
+          this.sorted = Float64Array.from(this.inodes).sort();
           return true;
         }
         for (const entry of readdirSync(join(this.release, dir), { withFileTypes: true })) {
@@ -43,10 +45,14 @@ export class ReleaseInodesWalk {
     } catch (error) {
       // A release removed while it was walked is no longer the project's: none of its files count.
       if (!isGone(error)) throw error;
-      this.result = undefined;
+      this.sorted = undefined;
       return true;
     }
     return false;
+  }
+
+  result(): Float64Array | 'gone' {
+    return this.sorted ?? 'gone';
   }
 }
 

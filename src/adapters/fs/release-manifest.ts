@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
 import { isGeneratedSibling, SITEDROP_DIR } from './generated-siblings.js';
 import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
+import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 /** Bytes of a file read and hashed at a time, in the rare case its digest must come from its bytes. */
@@ -39,7 +40,8 @@ interface Found {
  * The manifest is only ever compared with a client's digest of it before use, so a walk
  * racing another replica can cost a relative deploy its base, never a wrong release.
  */
-export class ReleaseManifestWalk {
+export class ReleaseManifestWalk implements WriterTask<'manifest'> {
+  readonly budget = LOOKUP_BUDGET;
   private phase: 'release' | 'store' | 'hash' | 'done' = 'release';
   private identity: BigIntStats | undefined;
   private readonly dirs: string[] = [''];
@@ -54,7 +56,7 @@ export class ReleaseManifestWalk {
   /** The file being hashed, read a piece per call. */
   private reading: { readonly found: Found; readonly fd: number; readonly sha256: Hash } | undefined;
   /** The manifest, or undefined when there is no such release; set once `step` returns true. */
-  manifest: ManifestFile[] | undefined;
+  private manifest: ManifestFile[] | undefined;
 
   constructor(
     private readonly release: string,
@@ -77,6 +79,10 @@ export class ReleaseManifestWalk {
       return true;
     }
     return this.phase === 'done';
+  }
+
+  result(): ManifestFile[] | 'gone' {
+    return this.manifest ?? 'gone';
   }
 
   private walkRelease(): void {

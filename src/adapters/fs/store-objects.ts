@@ -1,12 +1,15 @@
 import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from './object-names.js';
+import type { Probed } from './fs-protocol.js';
 import { includes } from './release-inodes.js';
+import { CHANGE_BUDGET, LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Walks a store's shards and the objects in each, a few entries at a time. */
 abstract class StoreWalk {
+  readonly budget: number = CHANGE_BUDGET;
   private shards: string[] | undefined;
   private entries: string[] = [];
   private shard = '';
@@ -50,7 +53,11 @@ abstract class StoreWalk {
  * from a release; racing a deploy that links the object at that moment costs at most
  * the sharing of those bytes (docs/content-store.md).
  */
-export class ObjectCollection extends StoreWalk {
+export class ObjectCollection extends StoreWalk implements WriterTask<'collect'> {
+  result(): undefined {
+    return undefined;
+  }
+
   protected enter(shard: string): string[] {
     const path = join(this.root, shard);
     try {
@@ -82,7 +89,7 @@ export class ObjectCollection extends StoreWalk {
  * its shard made again (ObjectAdoption); one of a version before base32 names adds old
  * names, which the next start renames.
  */
-export class ObjectNameMigration extends StoreWalk {
+export class ObjectNameMigration extends StoreWalk implements WriterTask<'migrate'> {
   /** Where the names the walk is visiting are: the shard entered, or where it was set aside. */
   private dir = '';
   private readonly setAside: string[] = [];
@@ -91,6 +98,10 @@ export class ObjectNameMigration extends StoreWalk {
     if (!super.step(budget)) return false;
     for (const aside of this.setAside.splice(0)) removeIfEmpty(join(this.root, aside));
     return true;
+  }
+
+  result(): undefined {
+    return undefined;
   }
 
   protected enter(shard: string): string[] {
@@ -183,12 +194,16 @@ function collectIfUnlinked(path: string): void {
  * An object the store already has (another deploy's, meanwhile) is replaced by the same
  * bytes; the releases linking either copy keep their own links.
  */
-export class ObjectAdoption extends StoreWalk {
+export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
   constructor(
     fresh: string,
     private readonly store: string,
   ) {
     super(fresh);
+  }
+
+  result(): undefined {
+    return undefined;
   }
 
   protected enter(shard: string): string[] {
@@ -225,7 +240,8 @@ export class ObjectAdoption extends StoreWalk {
  * lookups, uploads first, whether the store holds it or not, and the missing are listed
  * in the order looked at, whichever the reason.
  */
-export class ObjectProbe {
+export class ObjectProbe implements WriterTask<'probe'> {
+  readonly budget = LOOKUP_BUDGET;
   private readonly pending: [string, number][];
   readonly missing: string[] = [];
   readonly wrongSize: string[] = [];
@@ -247,6 +263,10 @@ export class ObjectProbe {
       else this.look(next[0], next[1]);
     }
     return this.pending.length === 0;
+  }
+
+  result(): Probed {
+    return { missing: this.missing, wrongSize: this.wrongSize };
   }
 
   private look(digest: string, size: number): void {
@@ -282,7 +302,7 @@ export class ObjectProbe {
  * root) of `objects`, at the size given: a deploy key's new session keeps its earlier
  * sessions' uploads, whatever becomes of those sessions.
  */
-export class UploadSharing extends StoreWalk {
+export class UploadSharing extends StoreWalk implements WriterTask<'share'> {
   readonly shared: string[] = [];
 
   constructor(
@@ -291,6 +311,10 @@ export class UploadSharing extends StoreWalk {
     private readonly objects: ReadonlyMap<string, number>,
   ) {
     super(from);
+  }
+
+  result(): string[] {
+    return this.shared;
   }
 
   protected enter(shard: string): string[] {

@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FsThreads } from './fs-threads.js';
+import type { WriterTasks } from './writer-tasks.js';
 
 /**
  * Deletes what has been moved into DEPLOYS_ROOT/.trash, one tree at a time, in the
@@ -16,22 +16,22 @@ export class TrashCollector {
     private readonly trashRoot: string,
     /** Only names starting with this are this replica's to empty at start-up. */
     private readonly prefix: string,
-    private readonly threads: FsThreads,
+    private readonly tasks: WriterTasks,
   ) {}
 
   /** Queues a tree that is already inside the trash root. */
   collect(path: string): void {
-    this.enqueue(path, () => this.threads.remove(path));
+    this.enqueue(path, () => this.tasks.remove(path));
   }
 
   /** Queues the collection of a store's unlinked objects, after the removals before it. */
   collectObjects(store: string): void {
-    this.enqueue(store, () => this.threads.collectObjects(store));
+    this.enqueue(store, () => this.tasks.collectObjects(store));
   }
 
   /** Queues the renaming of a store's objects still under their old names, after the work before it. */
   migrateObjectNames(store: string): void {
-    this.enqueue(store, () => this.threads.migrateObjectNames(store));
+    this.enqueue(store, () => this.tasks.migrateObjectNames(store));
   }
 
   private enqueue(path: string, work: () => Promise<void>): void {
@@ -52,7 +52,7 @@ export class TrashCollector {
   async emptyNow(): Promise<string[]> {
     await this.drain();
     const names = (await readdir(this.trashRoot)).filter((name) => name.startsWith(this.prefix));
-    for (const name of names) await this.threads.remove(join(this.trashRoot, name));
+    for (const name of names) await this.tasks.remove(join(this.trashRoot, name));
     return names.map((name) => join(this.trashRoot, name));
   }
 }

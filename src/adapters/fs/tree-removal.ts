@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync, rmdirSync, unlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
+import { CHANGE_BUDGET, type WriterTask } from './writer-task.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -16,12 +17,17 @@ interface Level {
  * syscall, not a promise per file on the thread pool (which cost a 50,000-file release
  * some 130 MiB at once). A tree that is already gone is removed.
  */
-export class TreeRemoval {
+export class TreeRemoval implements WriterTask<'remove'> {
+  readonly budget = CHANGE_BUDGET;
   /** Directories entered, deepest last, with the entries still to remove. */
   private readonly stack: Level[];
 
   constructor(root: string) {
     this.stack = [{ path: root, entries: undefined }];
+  }
+
+  result(): undefined {
+    return undefined;
   }
 
   /** Removes up to `budget` entries; true once the whole tree is gone. */

@@ -13,19 +13,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
 import { first30BitsOfName, isShard, legacyObjectPath, NAME_LENGTH, objectPath } from './object-names.js';
-import { ReleaseInodesWalk } from './release-inodes.js';
-import { ReleaseManifestWalk } from './release-manifest.js';
-import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe, UploadSharing } from './store-objects.js';
-import type { FromWriter, RemoveRequest, Removed, StagingObjects, ThreadData, ToWriter } from './fs-protocol.js';
+import type { FromWriter, StagingObjects, ThreadData, ToWriter, WriterTaskRequest } from './fs-protocol.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
-import { TreeRemoval } from './tree-removal.js';
+import { WriterTaskQueue } from './task-queue.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
-/** Entries a removal deletes before the writer looks at its messages again. */
-const REMOVAL_STEP = 256;
-/** Objects a probe looks up per turn: an lstat costs a tenth of an unlink. */
-const PROBE_STEP = 4096;
 
 if (!parentPort) throw new Error('the writer must run as a worker thread');
 const main = parentPort;
@@ -357,75 +350,5 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-type Work = TreeRemoval | ObjectCollection | ObjectNameMigration | ObjectAdoption | ObjectProbe | ReleaseManifestWalk | ReleaseInodesWalk | UploadSharing;
-
-/**
- * Removals, collections, adoptions and probes in the order asked, the first one in
- * progress; and, in a lane of their own, the walks that derive a release's manifest or
- * its files' inodes. A walk's cost grows with the user's store or a project's releases,
- * and any client with a token can ask for one, so the two lanes take turns, a step each:
- * a commit's adoption never waits for walks to finish, only for one step of one.
- */
-const queued: { id: number; removal: Work }[] = [];
-const walks: { id: number; removal: Work }[] = [];
-let walkTurn = false;
-let removing = false;
-
-function removeSome(): void {
-  walkTurn = !walkTurn;
-  const lane = (walkTurn && walks.length > 0) || queued.length === 0 ? walks : queued;
-  const current = lane[0];
-  if (!current) {
-    removing = false;
-    return;
-  }
-  let answer: Removed | undefined;
-  try {
-    const { removal } = current;
-    const lookups = removal instanceof ObjectProbe || removal instanceof ReleaseManifestWalk || removal instanceof ReleaseInodesWalk;
-    if (removal.step(lookups ? PROBE_STEP : REMOVAL_STEP)) {
-      answer = { type: 'removed', id: current.id };
-      if (removal instanceof ObjectProbe) answer.probed = { missing: removal.missing, wrongSize: removal.wrongSize };
-      if (removal instanceof ReleaseManifestWalk) answer.listed = removal.manifest ?? 'gone';
-      if (removal instanceof ReleaseInodesWalk) answer.inodes = removal.result ?? 'gone';
-      if (removal instanceof UploadSharing) answer.shared = removal.shared;
-    }
-  } catch (error) {
-    answer = { type: 'removed', id: current.id, error: (error as Error).message };
-  }
-  if (answer) {
-    lane.shift();
-    main.postMessage(answer);
-  }
-  // The unpack thread's batches, queued meanwhile, are handled before the next step.
-  setImmediate(removeSome);
-}
-
-function workFor(message: RemoveRequest): Work {
-  switch (message.type) {
-    case 'adopt':
-      return new ObjectAdoption(message.path, message.into);
-    case 'probe':
-      return new ObjectProbe(message.path, message.uploads, message.objects, message.within);
-    case 'collect':
-      return new ObjectCollection(message.path);
-    case 'migrate':
-      return new ObjectNameMigration(message.path);
-    case 'manifest':
-      return new ReleaseManifestWalk(message.path, message.store);
-    case 'inodes':
-      return new ReleaseInodesWalk(message.path);
-    case 'share':
-      return new UploadSharing(message.path, message.into, message.objects);
-    default:
-      return new TreeRemoval(message.path);
-  }
-}
-
-main.on('message', (message: RemoveRequest) => {
-  (message.type === 'manifest' || message.type === 'inodes' ? walks : queued).push({ id: message.id, removal: workFor(message) });
-  if (!removing) {
-    removing = true;
-    setImmediate(removeSome);
-  }
-});
+const tasks = new WriterTaskQueue((answer) => main.postMessage(answer));
+main.on('message', (request: WriterTaskRequest) => tasks.add(request));
