@@ -1,4 +1,5 @@
-import { ArchiveLedger, normaliseEntryPath, shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
+import { ArchiveLedger } from './archive-ledger.js';
+import { normaliseEntryPath, shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
 import { ArchiveRejected, ManifestRejected } from './errors.js';
 import { ReleaseId } from './release-id.js';
 

@@ -1,5 +1,6 @@
 import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../application/ports/session-objects.js';
+import { batchLimits } from '../../domain/archive-ledger.js';
 import type { ProjectScope } from '../../domain/deploy-session.js';
 import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
@@ -51,8 +52,7 @@ export class NodeSessionObjects implements SessionObjects {
       // session until its publish or its end, whatever the store's collection does
       // meanwhile. A re-sent object replaces one a crash cut short.
       const objects = { fresh: area.fresh };
-      const limits = { maxFiles: expected.objectCount, maxBytes: expected.objectBytes() };
-      const extracted = await this.extractor.extract(batch, area.dir, objects, limits, area.chmod, signal, expected).catch((error: unknown) => {
+      const extracted = await this.extractor.extract(batch, area.dir, objects, batchLimits(expected), area.chmod, signal, expected).catch((error: unknown) => {
         if (error instanceof ArchiveRejected) throw new ObjectsRejected(error.reason);
         if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');
         throw error;

@@ -10,22 +10,10 @@
 import { createHash, hash, type Hash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createGunzip, type Gunzip } from 'node:zlib';
-import { Header, Parser, Pax, type ReadEntry } from 'tar';
-import {
-  ArchiveLedger,
-  assertNoDotDot,
-  assertNotAfterLoneZeroBlock,
-  assertPaxKeys,
-  assertTarStart,
-  entryKind,
-  InflatedStream,
-  normaliseEntryPath,
-  paxKeys,
-  refuseIgnoredEntry,
-  TAR_BLOCK,
-  unreadable,
-  type ArchiveLimits,
-} from '../../domain/archive-policy.js';
+import { Parser, type ReadEntry } from 'tar';
+import { ArchiveLedger, ImpliedDirectories } from '../../domain/archive-ledger.js';
+import { checkEntry, refuseIgnoredEntry, type ArchiveLimits } from '../../domain/archive-policy.js';
+import { assertTarStart, InflatedStream, parserWarning, TAR_BLOCK, unreadable } from '../../domain/archive-stream.js';
 import { ArchiveRejected } from '../../domain/errors.js';
 import { assertExpectedObject, assertObjectBytes } from '../../domain/manifest.js';
 import { PackedManifest, type PackedFile } from '../../domain/packed-manifest.js';
@@ -33,6 +21,7 @@ import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
 import type { AssemblyPart, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
+import { globalPaxFacts, headerName, paxFacts } from './tar-patches.js';
 import { lowerThisThreadsPriority } from './thread-priority.js';
 
 /** Batches of operations a job has sent the writer and not yet seen carried out. */
@@ -45,53 +34,6 @@ const WRITER_WINDOW = 4;
 const QUEUE_LIMIT = 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
 const garbage = new YoungGarbage(4 * 1024 * 1024);
-
-/**
- * node-tar applies a PAX `path` record to the header object itself, so the name in the
- * header block is lost by the time an entry is seen. The policy checks that name too
- * (another tool would use it), so keep it: this thread is its own isolate, and the
- * wrapper only records, it changes nothing node-tar decodes.
- */
-const RAW_NAME = Symbol('rawName');
-type HeaderWithRawName = Header & { [RAW_NAME]?: string };
-const decode = Header.prototype.decode;
-Header.prototype.decode = function (this: HeaderWithRawName, buf: Buffer, off: number, ex?: unknown, gex?: unknown): void {
-  decode.call(this, buf, off, ex as never, gex as never);
-  const field = (start: number, length: number) => {
-    const bytes = buf.subarray(off + start, off + start + length);
-    const end = bytes.indexOf(0);
-    return bytes.subarray(0, end === -1 ? length : end).toString('utf8');
-  };
-  const isUstar = buf.subarray(off + 257, off + 265).toString('latin1') === 'ustar\u000000';
-  const prefix = isUstar ? field(345, 155) : '';
-  this[RAW_NAME] = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100);
-};
-
-/**
- * node-tar keeps only the pax keys it applies, and reads records line by line; the
- * policy needs every key, read by length as tar reads them (GNU.sparse.* records, a
- * record hidden in another's value). The keys, or why they cannot be read, ride on the
- * parsed header and are checked with the entry they apply to.
- */
-const PAX_KEYS = Symbol('paxKeys');
-type PaxWithKeys = Pax & { [PAX_KEYS]?: string[] | ArchiveRejected };
-const parsePax = Pax.parse.bind(Pax);
-Pax.parse = (text: string, ex?: Pax, global?: boolean): Pax => {
-  const pax: PaxWithKeys = parsePax(text, ex, global);
-  const before = (ex as PaxWithKeys | undefined)?.[PAX_KEYS] ?? [];
-  try {
-    pax[PAX_KEYS] = before instanceof ArchiveRejected ? before : [...before, ...paxKeys(text)];
-  } catch (error) {
-    pax[PAX_KEYS] = error as ArchiveRejected;
-  }
-  return pax;
-};
-
-function checkPax(pax: PaxWithKeys | undefined, global: boolean, rawPath: string): void {
-  const keys = pax?.[PAX_KEYS];
-  if (keys instanceof ArchiveRejected) throw keys;
-  if (keys) assertPaxKeys(keys, global, rawPath);
-}
 
 if (!parentPort) throw new Error('the unpack thread must run as a worker thread');
 const main = parentPort;
@@ -265,7 +207,7 @@ class Job extends WriterJob {
     });
     this.parser.on('entry', (entry: ReadEntry) => this.guard(() => this.entry(entry), () => entry.resume()));
     this.parser.on('ignoredEntry', (entry: ReadEntry) => this.guard(() => refuseIgnoredEntry(entry.type, entry.path, entry.meta)));
-    this.parser.on('warn', (_code: string, message: string) => this.fail('rejected', unreadable('tar', message).reason));
+    this.parser.on('warn', (_code: string, message: string) => this.fail('rejected', parserWarning(message).reason));
     this.parser.on('error', (error: Error) => this.fail('rejected', unreadable('tar', error.message).reason));
     this.parser.on('nullBlock', () => (this.sawZeroBlock = true));
     this.parser.on('eof', () => {
@@ -340,13 +282,14 @@ class Job extends WriterJob {
       entry.resume();
       return;
     }
-    assertNotAfterLoneZeroBlock(this.sawZeroBlock, entry.path);
-    // The header block's own name too: a PAX path record may have replaced it.
-    assertNoDotDot((entry.header as HeaderWithRawName)[RAW_NAME] ?? '');
-    checkPax(entry.extended, false, entry.path);
-    checkPax(entry.globalExtended, true, entry.path);
-    const kind = entryKind(entry.type, entry.path);
-    const path = normaliseEntryPath(entry.path);
+    const { kind, path } = checkEntry({
+      tarType: entry.type,
+      path: entry.path,
+      headerName: headerName(entry),
+      afterZeroBlock: this.sawZeroBlock,
+      pax: paxFacts(entry),
+      globalPax: globalPaxFacts(entry),
+    });
     if (this.expect) assertExpectedObject(this.expect, kind, path, entry.size);
     const newDirs = this.ledger.admit(kind, path, kind === 'file' ? entry.size : 0);
     for (const dir of newDirs) this.ops.mkdir(dir);
@@ -411,7 +354,9 @@ class Job extends WriterJob {
 class Assembly extends WriterJob {
   private readonly files: Iterator<PackedFile>;
   private left: number;
-  private readonly ledger: ArchiveLedger;
+  private readonly dirs = new ImpliedDirectories();
+  /** The files and bytes this assembly (or its part) made: as an archive's ledger counts them. */
+  private readonly made = { files: 0, bytes: 0 };
 
   constructor(
     id: number,
@@ -426,7 +371,6 @@ class Assembly extends WriterJob {
     super(id, root, objects, chmod, { name: 'entries' });
     this.files = manifest.files();
     this.left = manifest.fileCount;
-    this.ledger = new ArchiveLedger({ maxFiles: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER });
     this.resume();
   }
 
@@ -441,7 +385,9 @@ class Assembly extends WriterJob {
       if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
       return;
     }
-    for (const dir of this.ledger.admit('file', file.path, file.size)) this.ops.mkdir(dir);
+    for (const dir of this.dirs.missingParents(file.path)) this.ops.mkdir(dir);
+    this.made.files += 1;
+    this.made.bytes += file.size;
     if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
     else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
   }
@@ -459,7 +405,8 @@ class Assembly extends WriterJob {
     }
     if (!this.reading || this.left > 0) return;
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    const { files, bytes } = this.made;
+    this.settle({ type: 'done', job: this.id, files, entries: files + this.dirs.count, bytes });
   }
 }
 
