@@ -1,6 +1,5 @@
 import { ArchiveRejected } from './errors.js';
 import { shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
-import type { PackedManifest } from './packed-manifest.js';
 
 /**
  * The running account of one archive: enforces the limits while entries stream in,
@@ -113,12 +112,4 @@ export class ImpliedDirectories {
     }
     return missing.reverse();
   }
-}
-
-/**
- * The limits of an incremental deploy's batch of objects: no more entries than the
- * manifest has objects, no more bytes than they hold between them.
- */
-export function batchLimits(manifest: PackedManifest): ArchiveLimits {
-  return { maxFiles: manifest.objectCount, maxBytes: manifest.objectBytes() };
 }

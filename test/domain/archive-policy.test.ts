@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ArchiveLedger, batchLimits, ImpliedDirectories } from '../../src/domain/archive-ledger.js';
+import { ArchiveLedger, ImpliedDirectories } from '../../src/domain/archive-ledger.js';
+import { batchLimits } from '../../src/domain/object-batch.js';
 import { assertPaxKeys, checkEntry, entryKind, normaliseEntryPath, paxKeys, refuseIgnoredEntry, SHOWN_NAME_CHARS, shownName, type EntryFacts } from '../../src/domain/archive-policy.js';
 import { assertTarStart, InflatedStream, parserWarning } from '../../src/domain/archive-stream.js';
 import { header, pax, tar } from '../support/tar-builder.js';

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
-import { assertExpectedObject, assertObjectBytes, EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges, type Digest } from '../../src/domain/manifest.js';
+import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
+import { EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges, type Digest } from '../../src/domain/manifest.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 
 const limits = { maxFiles: 1000, maxBytes: 1_000_000 };

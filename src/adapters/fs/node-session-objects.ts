@@ -1,6 +1,6 @@
 import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../application/ports/session-objects.js';
-import { batchLimits } from '../../domain/archive-ledger.js';
+import { batchLimits } from '../../domain/object-batch.js';
 import type { ProjectScope } from '../../domain/deploy-session.js';
 import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';

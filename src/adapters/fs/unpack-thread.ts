@@ -15,7 +15,7 @@ import { ArchiveLedger, ImpliedDirectories } from '../../domain/archive-ledger.j
 import { checkEntry, refuseIgnoredEntry, type ArchiveLimits } from '../../domain/archive-policy.js';
 import { assertTarStart, InflatedStream, parserWarning, TAR_BLOCK, unreadable } from '../../domain/archive-stream.js';
 import { ArchiveRejected } from '../../domain/errors.js';
-import { assertExpectedObject, assertObjectBytes } from '../../domain/manifest.js';
+import { assertExpectedObject, assertObjectBytes } from '../../domain/object-batch.js';
 import { PackedManifest, type PackedFile } from '../../domain/packed-manifest.js';
 import { BATCH_BYTES, OpBatcher, SMALL_FILE_BYTES } from './fs-ops.js';
 import type { AssemblyPart, FailureKind, FromUnpacker, FromWriter, Outcome, StagingObjects, ThreadData, ToUnpacker, ToWriter } from './fs-protocol.js';
