@@ -188,8 +188,11 @@ async function tally(dir) {
   let bytes = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue;
+    const info = await stat(join(entry.parentPath ?? entry.path, entry.name));
+    // The compressed siblings sitedrop makes in the background (mode 0444) are not the site's.
+    if ((info.mode & 0o7777) === 0o444 && /\.(br|gz)$/.test(entry.name)) continue;
     files += 1;
-    bytes += (await stat(join(entry.parentPath ?? entry.path, entry.name))).size;
+    bytes += info.size;
   }
   return { files, bytes };
 }

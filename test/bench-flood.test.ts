@@ -18,12 +18,15 @@ describe('node bench/flood.mjs', () => {
       expect(r.deployed).toBe(6);
       expect(r.publishedInTime).toBe(6);
       expect(r.brokenReleases).toBe(0);
-      expect(r.peakStaging).toBeLessThanOrEqual(2);
+      // Two deploys at once, and the one scratch area compressed siblings are made in.
+      expect(r.peakStaging).toBeLessThanOrEqual(3);
       expect(r.peakRssMiB).toBeGreaterThan(10);
       expect(r.status.samples).toBeGreaterThan(0);
       expect(r.stalledSilentMs.max).toBeGreaterThan(0);
       expect(r.targets).toMatchObject({ published: true, nothingLeft: true });
-      expect(r.after).toMatchObject({ staging: 0, fresh: 0, threads: r.before.threads });
+      expect(r.after).toMatchObject({ staging: 0, fresh: 0 });
+      // The siblings' thread comes and goes with its work: no more threads after than before.
+      expect(r.after.threads).toBeLessThanOrEqual(r.before.threads);
       expect(r.after.fds).toBeLessThanOrEqual(r.before.fds);
     }
   }, 90_000);

@@ -1,3 +1,4 @@
+import { RESERVED_DIRECTORY } from '../../domain/archive-policy.js';
 import { PRECOMPRESSED_CODINGS, type PrecompressedCoding } from '../../domain/precompressible.js';
 import { objectPath } from './object-names.js';
 
@@ -24,4 +25,4 @@ export function isGeneratedSibling(path: string, mode: number): boolean {
 }
 
 /** The release's own directory of what sitedrop adds (compiled rules): never part of the site's manifest. */
-export const SITEDROP_DIR = '.sitedrop';
+export const SITEDROP_DIR = RESERVED_DIRECTORY;

@@ -1,3 +1,4 @@
+import { RESERVED_DIRECTORY } from '../../domain/archive-policy.js';
 import type { CompiledRedirect, SiteRules } from '../../domain/site-rules.js';
 
 /**
@@ -7,7 +8,7 @@ import type { CompiledRedirect, SiteRules } from '../../domain/site-rules.js';
  * may need (forced rules, headers, and how many other rules there are); `redirects.json`
  * the rules that apply only when no file matches, read only then.
  */
-export const RULES_DIRECTORY = '.sitedrop';
+export const RULES_DIRECTORY = RESERVED_DIRECTORY;
 export const HEAD_FILE = 'head.json';
 export const REDIRECTS_FILE = 'redirects.json';
 
