@@ -27,7 +27,7 @@ import { ListUsers } from './application/list-users.js';
 import { RevokeDeployKey } from './application/revoke-deploy-key.js';
 import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
-import { FS_THREADS } from './adapters/fs/fs-threads.js';
+import { FS_THREADS } from './adapters/fs/threads/fs-threads.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
 import { createApp } from './adapters/http/app.js';
 import { loadCliBundle } from './adapters/http/cli-bundle.js';

@@ -10,7 +10,7 @@ import {
   NAME_LENGTH,
   objectName,
   objectPath,
-} from '../../src/adapters/fs/object-names.js';
+} from '../../src/adapters/fs/store/object-names.js';
 
 const digests = fc.uint8Array({ minLength: 32, maxLength: 32 });
 const hex = (digest: Uint8Array): string => Buffer.from(digest).toString('hex');

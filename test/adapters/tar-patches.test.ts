@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Parser, type ReadEntry } from 'tar';
 import { describe, expect, it } from 'vitest';
-import { globalPaxFacts, headerName, paxFacts } from '../../src/adapters/fs/tar-patches.js';
+import { globalPaxFacts, headerName, paxFacts } from '../../src/adapters/fs/unpack/tar-patches.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { file, pax, tar, type RawEntry } from '../support/tar-builder.js';
 
@@ -18,7 +18,7 @@ function parse(entries: readonly RawEntry[]): { path: string; headerPath: string
 }
 
 /**
- * What the two prototype patches (src/adapters/fs/tar-patches.ts) rely on in node-tar:
+ * What the two prototype patches (src/adapters/fs/unpack/tar-patches.ts) rely on in node-tar:
  * the parser decodes every header through Header.prototype.decode and applies a pax
  * `path` record to the header itself, and it reads every pax header through the static
  * Pax.parse(text, previous, global), passing the previous one on. If an installed tar

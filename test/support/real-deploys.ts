@@ -1,16 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { DeploysTree } from '../../src/adapters/fs/deploys-tree.js';
-import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
-import { WriterTasks } from '../../src/adapters/fs/writer-tasks.js';
-import { ManifestMemory } from '../../src/adapters/fs/manifest-memory.js';
-import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
-import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
-import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
-import { ReleaseRulesFiles } from '../../src/adapters/fs/release-rules-files.js';
-import { ProjectContent } from '../../src/adapters/fs/project-content.js';
+import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
+import { DeploysTree } from '../../src/adapters/fs/layout/deploys-tree.js';
+import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
+import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
+import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
+import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
+import { NodeSessionObjects } from '../../src/adapters/fs/staging/node-session-objects.js';
+import { NodeStaging } from '../../src/adapters/fs/staging/node-staging.js';
+import { ReleaseRulesFiles } from '../../src/adapters/fs/publish/release-rules-files.js';
+import { ProjectContent } from '../../src/adapters/fs/store/project-content.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 
 export interface RealDeploys {

@@ -1,15 +1,15 @@
 import { inject, injectable } from 'inversify';
-import type { SessionObjects } from '../../application/ports/session-objects.js';
-import { batchLimits } from '../../domain/object-batch.js';
-import type { ProjectScope } from '../../domain/deploy-session.js';
-import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../domain/errors.js';
-import type { Digest } from '../../domain/manifest.js';
-import type { PackedManifest } from '../../domain/packed-manifest.js';
-import type { Username } from '../../domain/username.js';
-import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from './archive-extractor.js';
-import { DeploysTree } from './deploys-tree.js';
-import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
-import { ProjectContent } from './project-content.js';
+import type { SessionObjects } from '../../../application/ports/session-objects.js';
+import { batchLimits } from '../../../domain/object-batch.js';
+import type { ProjectScope } from '../../../domain/deploy-session.js';
+import { ArchiveRejected, ManifestRejected, MissingArchive, ObjectsRejected } from '../../../domain/errors.js';
+import type { Digest } from '../../../domain/manifest.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { Username } from '../../../domain/username.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from '../threads/archive-extractor.js';
+import { DeploysTree } from '../layout/deploys-tree.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+import { ProjectContent } from '../store/project-content.js';
 
 /** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
 @injectable()

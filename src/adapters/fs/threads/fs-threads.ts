@@ -78,8 +78,8 @@ export class FsThreads {
   private nextId = 1;
   private readonly jobs = new Map<number, (message: FromUnpacker) => void>();
   private writerListener: WriterListener | undefined;
-  private readonly unpackerScript = script('unpack-thread');
-  private readonly writerScript = script('writer-thread');
+  private readonly unpackerScript = script('../unpack/unpack-thread');
+  private readonly writerScript = script('../write/writer-thread');
 
   private closed = false;
   private readonly start: StartThread;

@@ -1,7 +1,7 @@
 import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from './object-names.js';
-import type { Probed } from './fs-protocol.js';
+import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from '../store/object-names.js';
+import type { Probed } from '../threads/fs-protocol.js';
 import { includes } from './release-inodes.js';
 import { CHANGE_BUDGET, LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 

@@ -1,5 +1,5 @@
 import { injectable } from 'inversify';
-import type { PackedManifest } from '../../domain/packed-manifest.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
 
 /**
  * Bytes of packed manifests held at most: a file costs 8 bytes and its path's, a distinct

@@ -1,9 +1,9 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
-import { EMPTY_DIGEST, type ManifestFile } from '../../domain/manifest.js';
-import { isGeneratedSibling, SITEDROP_DIR } from './generated-siblings.js';
-import { digestOfEntry, isAsideShard, isShard } from './object-names.js';
+import { EMPTY_DIGEST, type ManifestFile } from '../../../domain/manifest.js';
+import { isGeneratedSibling, SITEDROP_DIR } from '../store/generated-siblings.js';
+import { digestOfEntry, isAsideShard, isShard } from '../store/object-names.js';
 import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';

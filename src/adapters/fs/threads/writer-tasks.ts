@@ -1,5 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { ManifestFile } from '../../domain/manifest.js';
+import type { ManifestFile } from '../../../domain/manifest.js';
 import type { Probed, WriterTaskAnswer, WriterTaskKind, WriterTaskRequest, WriterTaskResults } from './fs-protocol.js';
 import type { FsThreads, WriterListener } from './fs-threads.js';
 

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import type { ProjectName } from '../../domain/project-name.js';
-import { isResourceName } from '../../domain/resource-name.js';
-import type { Username } from '../../domain/username.js';
-import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
-import { TrashCollector } from './trash-collector.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { isResourceName } from '../../../domain/resource-name.js';
+import type { Username } from '../../../domain/username.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+import { TrashCollector } from '../store/trash-collector.js';
 
 /** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
 const SESSION_ID = /^[0-9a-f]{32}$/;

@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { WriterTasks } from './writer-tasks.js';
+import type { WriterTasks } from '../threads/writer-tasks.js';
 
 /**
  * Deletes what has been moved into DEPLOYS_ROOT/.trash, one tree at a time, in the

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import type { ManifestFile } from '../../domain/manifest.js';
+import type { ArchiveLimits } from '../../../domain/archive-policy.js';
+import type { ManifestFile } from '../../../domain/manifest.js';
 
 /**
  * The messages between the three threads of the unpack path. The main thread

@@ -1,13 +1,13 @@
 import { lstat, readdir, readlink, rm, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import type { PreviewLinks } from '../../application/ports/preview-links.js';
-import type { Preview, PreviewName } from '../../domain/preview.js';
-import type { ProjectName } from '../../domain/project-name.js';
-import { ReleaseId } from '../../domain/release-id.js';
-import { isResourceName } from '../../domain/resource-name.js';
-import type { Username } from '../../domain/username.js';
-import { fsyncDirectory } from './durability.js';
+import type { PreviewLinks } from '../../../application/ports/preview-links.js';
+import type { Preview, PreviewName } from '../../../domain/preview.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { ReleaseId } from '../../../domain/release-id.js';
+import { isResourceName } from '../../../domain/resource-name.js';
+import type { Username } from '../../../domain/username.js';
+import { fsyncDirectory } from '../layout/durability.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 
 export interface PreviewRoots {

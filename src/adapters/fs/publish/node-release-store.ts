@@ -1,20 +1,20 @@
 import { readdir, readlink, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
-import type { ReleaseStore } from '../../application/ports/release-store.js';
-import type { StagedRelease } from '../../application/ports/staging.js';
-import { manifestOf, type ManifestFile } from '../../domain/manifest.js';
-import { PackedManifest } from '../../domain/packed-manifest.js';
-import type { ProjectName } from '../../domain/project-name.js';
-import { ReleaseId } from '../../domain/release-id.js';
-import { isResourceName } from '../../domain/resource-name.js';
-import type { Username } from '../../domain/username.js';
-import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
-import { fsyncDirectory, mkdirDurable } from './durability.js';
-import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
+import type { ReleaseStore } from '../../../application/ports/release-store.js';
+import type { StagedRelease } from '../../../application/ports/staging.js';
+import { manifestOf, type ManifestFile } from '../../../domain/manifest.js';
+import { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { ReleaseId } from '../../../domain/release-id.js';
+import { isResourceName } from '../../../domain/resource-name.js';
+import type { Username } from '../../../domain/username.js';
+import { DeploysTree, directoryIdentity, isMissing } from '../layout/deploys-tree.js';
+import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
-import { ManifestMemory } from './manifest-memory.js';
-import { treeBytes } from './tree-bytes.js';
+import { ManifestMemory } from '../store/manifest-memory.js';
+import { treeBytes } from '../layout/tree-bytes.js';
 
 /** Releases whose size is remembered; past this the oldest measurements are forgotten. */
 const MEASURED_MAX = 10_000;

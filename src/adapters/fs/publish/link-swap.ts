@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rename, symlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory, mkdirDurable } from './durability.js';
+import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
 
 /**
  * Points the symlink `dir/name` at `target`, durably, for the live sites and previews

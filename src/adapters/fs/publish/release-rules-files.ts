@@ -1,13 +1,13 @@
 import { chmod, lstat, mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject, injectable } from 'inversify';
-import type { ReleaseRules, RuleFiles, RulesOf } from '../../application/ports/release-rules.js';
-import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
-import { SiteRulesRejected } from '../../domain/errors.js';
-import { compileSiteRules, type SiteRules } from '../../domain/site-rules.js';
-import { HEAD_FILE, REDIRECTS_FILE, RULES_DIRECTORY, rulesFiles, rulesFromFiles } from '../webserver/compiled-rules.js';
-import { DeploysTree, isMissing } from './deploys-tree.js';
-import { fsyncDirectory } from './durability.js';
+import type { ReleaseRules, RuleFiles, RulesOf } from '../../../application/ports/release-rules.js';
+import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
+import { SiteRulesRejected } from '../../../domain/errors.js';
+import { compileSiteRules, type SiteRules } from '../../../domain/site-rules.js';
+import { HEAD_FILE, REDIRECTS_FILE, RULES_DIRECTORY, rulesFiles, rulesFromFiles } from '../../webserver/compiled-rules.js';
+import { DeploysTree, isMissing } from '../layout/deploys-tree.js';
+import { fsyncDirectory } from '../layout/durability.js';
 
 const RULE_FILES = { redirects: '_redirects', headers: '_headers' } as const;
 

@@ -1,5 +1,5 @@
-import { RESERVED_DIRECTORY } from '../../domain/archive-policy.js';
-import { PRECOMPRESSED_CODINGS, type PrecompressedCoding } from '../../domain/precompressible.js';
+import { RESERVED_DIRECTORY } from '../../../domain/archive-policy.js';
+import { PRECOMPRESSED_CODINGS, type PrecompressedCoding } from '../../../domain/precompressible.js';
 import { objectPath } from './object-names.js';
 
 /**

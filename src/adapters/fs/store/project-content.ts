@@ -1,12 +1,12 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject, injectable } from 'inversify';
-import type { ProjectName } from '../../domain/project-name.js';
-import { ReleaseId } from '../../domain/release-id.js';
-import type { Username } from '../../domain/username.js';
-import { DeploysTree, directoryIdentity, isMissing } from './deploys-tree.js';
-import type { Probed } from './fs-protocol.js';
-import { WRITER_TASKS, type WriterTasks } from './writer-tasks.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { ReleaseId } from '../../../domain/release-id.js';
+import type { Username } from '../../../domain/username.js';
+import { DeploysTree, directoryIdentity, isMissing } from '../layout/deploys-tree.js';
+import type { Probed } from '../threads/fs-protocol.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { ProjectInodes } from './project-inodes.js';
 
 /**

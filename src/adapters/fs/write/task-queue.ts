@@ -1,4 +1,4 @@
-import type { WriterTaskAnswer, WriterTaskRequest } from './fs-protocol.js';
+import type { WriterTaskAnswer, WriterTaskRequest } from '../threads/fs-protocol.js';
 import { ReleaseInodesWalk } from './release-inodes.js';
 import { ReleaseManifestWalk } from './release-manifest.js';
 import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe, UploadSharing } from './store-objects.js';

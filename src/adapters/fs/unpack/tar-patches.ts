@@ -6,8 +6,8 @@
  * (package.json pins the version it covers).
  */
 import { Header, Pax, type ReadEntry } from 'tar';
-import { paxKeys, type PaxFacts } from '../../domain/archive-policy.js';
-import { ArchiveRejected } from '../../domain/errors.js';
+import { paxKeys, type PaxFacts } from '../../../domain/archive-policy.js';
+import { ArchiveRejected } from '../../../domain/errors.js';
 
 /**
  * node-tar applies a PAX `path` record to the header object itself, so the name in the

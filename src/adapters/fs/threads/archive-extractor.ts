@@ -1,7 +1,7 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../domain/errors.js';
-import type { PackedManifest } from '../../domain/packed-manifest.js';
+import type { ArchiveLimits } from '../../../domain/archive-policy.js';
+import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../../domain/errors.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { AssemblyPart, FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';

@@ -1,4 +1,4 @@
-import type { WriterTaskKind, WriterTaskResults } from './fs-protocol.js';
+import type { WriterTaskKind, WriterTaskResults } from '../threads/fs-protocol.js';
 
 /**
  * One piece of work the writer does for the main thread (a removal, a store walk, a

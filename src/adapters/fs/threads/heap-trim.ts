@@ -1,4 +1,4 @@
-import { loadAddon } from './native-addon.js';
+import { loadAddon } from '../layout/native-addon.js';
 
 type Binding = { trim(): Promise<boolean> };
 

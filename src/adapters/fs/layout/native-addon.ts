@@ -6,8 +6,8 @@ import { createRequire } from 'node:module';
  */
 export function loadAddon<T>(name: string): T | undefined {
   try {
-    // src/adapters/fs and dist/adapters/fs are both three levels below the project root.
-    return createRequire(import.meta.url)(`../../../build/Release/${name}.node`) as T;
+    // src/adapters/fs/layout and dist/adapters/fs/layout are both four levels below the project root.
+    return createRequire(import.meta.url)(`../../../../build/Release/${name}.node`) as T;
   } catch {
     return undefined;
   }

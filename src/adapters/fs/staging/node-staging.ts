@@ -1,18 +1,18 @@
 import { chmod } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
-import type { StagedRelease, Staging } from '../../application/ports/staging.js';
-import type { ArchiveLimits } from '../../domain/archive-policy.js';
-import type { ProjectScope } from '../../domain/deploy-session.js';
-import { DeployAborted } from '../../domain/errors.js';
-import type { Digest } from '../../domain/manifest.js';
-import type { PackedManifest } from '../../domain/packed-manifest.js';
-import type { Username } from '../../domain/username.js';
-import { LOGGER, type Logger } from '../log/logger.js';
-import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from './archive-extractor.js';
-import { DeploysTree, type StagingArea } from './deploys-tree.js';
-import { syncFilesystem } from './durability.js';
-import { ManifestMemory } from './manifest-memory.js';
-import { ProjectContent } from './project-content.js';
+import type { StagedRelease, Staging } from '../../../application/ports/staging.js';
+import type { ArchiveLimits } from '../../../domain/archive-policy.js';
+import type { ProjectScope } from '../../../domain/deploy-session.js';
+import { DeployAborted } from '../../../domain/errors.js';
+import type { Digest } from '../../../domain/manifest.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { Username } from '../../../domain/username.js';
+import { LOGGER, type Logger } from '../../log/logger.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from '../threads/archive-extractor.js';
+import { DeploysTree, type StagingArea } from '../layout/deploys-tree.js';
+import { syncFilesystem } from '../layout/durability.js';
+import { ManifestMemory } from '../store/manifest-memory.js';
+import { ProjectContent } from '../store/project-content.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {

@@ -10,11 +10,11 @@ import { hash } from 'node:crypto';
 import { closeSync, constants, copyFileSync, fchmodSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../domain/archive-policy.js';
-import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from './fs-ops.js';
-import { first30BitsOfName, isShard, legacyObjectPath, NAME_LENGTH, objectPath } from './object-names.js';
-import type { FromWriter, StagingObjects, ThreadData, ToWriter, WriterTaskRequest } from './fs-protocol.js';
-import { lowerThisThreadsPriority } from './thread-priority.js';
+import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from '../threads/fs-ops.js';
+import { first30BitsOfName, isShard, legacyObjectPath, NAME_LENGTH, objectPath } from '../store/object-names.js';
+import type { FromWriter, StagingObjects, ThreadData, ToWriter, WriterTaskRequest } from '../threads/fs-protocol.js';
+import { lowerThisThreadsPriority } from '../threads/thread-priority.js';
 import { WriterTaskQueue } from './task-queue.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
