@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { asideOf, isLegacyName, legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { ReleaseManifestWalk } from '../../src/adapters/fs/write/release-manifest.js';
 import type { ManifestFile } from '../../src/domain/manifest.js';
-import { ObjectAdoption, ObjectCollection, ObjectNameMigration } from '../../src/adapters/fs/write/store-objects.js';
+import { ObjectNameMigration } from '../../src/adapters/fs/write/store-migration.js';
+import { ObjectAdoption, ObjectCollection } from '../../src/adapters/fs/write/store-objects.js';
 
 const sha256 = (bytes: Buffer | string): Buffer => createHash('sha256').update(bytes).digest();
 const hex = (bytes: Buffer | string): string => sha256(bytes).toString('hex');

@@ -58,7 +58,7 @@ export class NodeSessionObjects implements SessionObjects {
         throw error;
       });
       // Not flushed to disk here: the publish flushes once for every batch, and checks each
-      // uploaded object's bytes before a release links it (writer-thread.ts, isIntact).
+      // uploaded object's bytes before a release links it (object-links.ts, isIntact).
       await this.tasks.adoptObjects(area.fresh, this.tree.uploadsDir(session));
       return extracted.files;
     } finally {

@@ -17,7 +17,7 @@
  * of names at once, where one directory would hold 3.3 MiB.
  *
  * Stores made before held names of 63 hex digits (the digest less its shard's digit);
- * start-up renames them (store-objects.ts, ObjectNameMigration), setting each such shard
+ * start-up renames them (store-migration.ts, ObjectNameMigration), setting each such shard
  * aside as `<shard>.old` first, and until then the readers below take either.
  */
 

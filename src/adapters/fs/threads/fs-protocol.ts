@@ -95,7 +95,7 @@ export type WriterTaskRequest =
   | { type: 'adopt'; id: number; path: string; into: string }
   /**
    * Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size.
-   * With `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (store-objects.ts, ObjectProbe).
+   * With `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (object-probe.ts, ObjectProbe).
    */
   | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number>; within?: readonly Float64Array[] }
   /** The manifest of the release at `path`, whose files link into the store `store` (release-manifest.ts). */

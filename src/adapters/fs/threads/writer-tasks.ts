@@ -35,7 +35,7 @@ export class WriterTasks implements WriterListener {
     await this.run({ type: 'collect', path });
   }
 
-  /** Renames the objects of the store at `path` still under their old names (object-names.ts, store-objects.ts). */
+  /** Renames the objects of the store at `path` still under their old names (object-names.ts, store-migration.ts). */
   async migrateObjectNames(path: string): Promise<void> {
     await this.run({ type: 'migrate', path });
   }
@@ -47,7 +47,7 @@ export class WriterTasks implements WriterListener {
 
   /**
    * Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size;
-   * with `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (store-objects.ts, ObjectProbe).
+   * with `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (object-probe.ts, ObjectProbe).
    */
   probeObjects(store: string, uploads: string | undefined, objects: ReadonlyMap<string, number>, within?: readonly Float64Array[]): Promise<Probed> {
     return this.run({ type: 'probe', path: store, uploads, objects, ...(within && { within }) });

@@ -1,7 +1,9 @@
 import type { WriterTaskAnswer, WriterTaskRequest } from '../threads/fs-protocol.js';
 import { ReleaseInodesWalk } from './release-inodes.js';
 import { ReleaseManifestWalk } from './release-manifest.js';
-import { ObjectAdoption, ObjectCollection, ObjectNameMigration, ObjectProbe, UploadSharing } from './store-objects.js';
+import { ObjectProbe, UploadSharing } from './object-probe.js';
+import { ObjectNameMigration } from './store-migration.js';
+import { ObjectAdoption, ObjectCollection } from './store-objects.js';
 import { TreeRemoval } from './tree-removal.js';
 import type { WriterTask } from './writer-task.js';
 
