@@ -73,3 +73,14 @@ describe('code run on the unpack and writer threads', () => {
     expect(await lint('src/adapters/fs/threads/example.ts', "import { DeploysTree } from '../layout/deploys-tree.js';\nimport { readFile } from 'node:fs/promises';")).toEqual([]);
   });
 });
+
+describe('src/adapters/fs/README.md', () => {
+  it('names only files that exist', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { existsSync } = await import('node:fs');
+    const readme = await readFile('src/adapters/fs/README.md', 'utf8');
+    const named = [...readme.matchAll(/`([a-z-]+\/[a-z/-]+\.ts)`/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((path) => !existsSync(`src/adapters/fs/${path}`) && !existsSync(`src/${path}`))).toEqual([]);
+  });
+});
