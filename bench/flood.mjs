@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
-import { createUser, procStatus, running, startService } from './service.mjs';
+import { createUser, deployForm, procStatus, running, startService } from './service.mjs';
 
 /** A deploy published later than this counts against the target, as one refused does. */
 const PUBLISHED_WITHIN_MS = 120_000;
@@ -72,10 +72,7 @@ const freshEntries = (dataDir) => {
  * time, and `lastByteMs`: when the last byte written so far left for the wire.
  */
 function deploy(url, token, project, archive, stallAfter) {
-  const boundary = `flood${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const { head, tail, contentType } = deployForm(project);
   const length = head.length + archive.length + tail.length;
   const started = performance.now();
   let lastByteMs;
@@ -83,7 +80,7 @@ function deploy(url, token, project, archive, stallAfter) {
     const req = request(`${url}/api/v1/deploy`, {
       method: 'POST',
       agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+      headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(length) },
     });
     let settled = false;
     const settle = (answer) => {

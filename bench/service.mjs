@@ -1,17 +1,12 @@
 // The built service as the benchmarks run it: started as `npm start` starts it (the same
 // environment assignments and node flags), on an ephemeral port, killed when the
 // benchmark exits however it exits. Shared by bench/run.mjs and bench/flood.mjs.
-import { spawn } from 'node:child_process';
 import { createReadStream, createWriteStream, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { formContentType, newBoundary, streamedForm } from '../dist/adapters/cli/multipart.js';
+import { MAIN, spawnService, whenListening } from '../scripts/service-process.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const MAIN = join(here, '..', 'dist', 'main.js');
-const START = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')).scripts.start.split(/\s+/);
-const NODE_FLAGS = START.filter((w) => w.startsWith('--'));
-const START_ENV = Object.fromEntries(START.filter((w) => /^[A-Z_][A-Z0-9_]*=/.test(w)).map((w) => w.split('=')));
 export const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
 
 /** Child processes (services, pollers) to kill if the benchmark exits first. */
@@ -26,34 +21,24 @@ process.on('exit', () => {
  * dist/main.js, to compare). Resolves once it listens.
  */
 export async function startService(dataDir, { env = {}, onLine, logFile, main = MAIN } = {}) {
-  const child = spawn(process.execPath, [...NODE_FLAGS, main], {
-    env: { ...START_ENV, PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawnService({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, ...env }, { main, stderr: 'inherit' });
   running.add(child);
   child.on('exit', () => running.delete(child));
   if (logFile) writeFileSync(logFile, '');
   const log = logFile ? createWriteStream(logFile, { flags: 'a' }) : undefined;
   let out = '';
   let partial = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (c) => {
-      log?.write(c);
-      if (out !== undefined) {
-        out += c;
-        const m = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
-        if (m) {
-          out = undefined;
-          resolve(m[1]);
-        }
-      }
-      if (!onLine) return;
-      const lines = (partial + c).split('\n');
-      partial = lines.pop();
-      for (const line of lines) onLine(line);
-    });
-    child.on('exit', (code) => reject(new Error(`service exited (${code}):\n${out ?? ''}`)));
+  child.stdout.on('data', (c) => {
+    log?.write(c);
+    if (out !== undefined) out += c;
+    if (!onLine) return;
+    const lines = (partial + c).split('\n');
+    partial = lines.pop();
+    for (const line of lines) onLine(line);
   });
+  const url = await whenListening(child, { timeoutMs: 600_000, output: () => out ?? '' });
+  // Past start-up, what it logs is kept only where asked (logFile).
+  out = undefined;
   const stop = () =>
     new Promise((resolve) => {
       child.removeAllListeners('exit');
@@ -79,12 +64,15 @@ export function procStatus(pid, field) {
   return Number(/(\d+)/.exec(line)[1]);
 }
 
+/** A deploy's form around its archive, framed as the CLI frames it (src/adapters/cli/multipart.ts, built). */
+export function deployForm(project) {
+  const boundary = newBoundary('bench');
+  return { ...streamedForm(boundary, [{ name: 'project', body: project }], { name: 'file', filename: 'site.tgz' }), contentType: formContentType(boundary) };
+}
+
 /** What `curl -F project=... -F file=@site.tgz` does: a streamed multipart upload. Returns ms. */
 export function httpDeploy(url, token, project, archive) {
-  const boundary = `bench${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="project"\r\n\r\n${project}\r\n` +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tgz"\r\nContent-Type: application/gzip\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const { head, tail, contentType } = deployForm(project);
   const length = head.length + statSync(archive).size + tail.length;
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -92,7 +80,7 @@ export function httpDeploy(url, token, project, archive) {
     const req = request(`${url}/api/v1/deploy`, {
       method: 'POST',
       agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(length) },
+      headers: { authorization: `Bearer ${token}`, 'content-type': contentType, 'content-length': String(length) },
     });
     req.on('response', (res) => {
       let body = '';

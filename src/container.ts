@@ -27,6 +27,7 @@ import { DEPLOY_SETTINGS } from './application/ports/deploy-settings.js';
 import { ServeSiteRules } from './application/serve-site-rules.js';
 import { PRECOMPRESSION } from './application/ports/precompression.js';
 import { PREVIEW_LINKS } from './application/ports/preview-links.js';
+import { RELEASE_PREPARATION } from './application/ports/release-preparation.js';
 import { RELEASE_STORE } from './application/ports/release-store.js';
 import { STAGING } from './application/ports/staging.js';
 import { TOKEN_GENERATOR } from './application/ports/token-generator.js';
@@ -65,6 +66,8 @@ import { NodeStaging } from './adapters/fs/staging/node-staging.js';
 import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/publish/node-preview-links.js';
 import { ReleaseRulesFiles } from './adapters/fs/publish/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
+import { CADDY_SETTINGS, CaddyWebServer } from './adapters/webserver/caddy/caddy-web-server.js';
+import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
@@ -91,13 +94,20 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
   c.bind(STAGING).toService(NodeStaging);
+  c.bind(RELEASE_PREPARATION).toService(NodeStaging);
   c.bind(RELEASE_STORE).to(NodeReleaseStore).inSingletonScope();
   c.bind(SESSION_OBJECTS).to(NodeSessionObjects).inSingletonScope();
   c.bind(DEPLOY_SESSIONS).to(KyselyDeploySessions).inSingletonScope();
   c.bind(PREVIEW_ROOTS).toConstantValue({ previewsRoot: config.previewsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   c.bind(PREVIEW_LINKS).to(NodePreviewLinks).inSingletonScope();
   c.bind(RELEASE_RULES).to(ReleaseRulesFiles).inSingletonScope();
-  c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  if (config.caddyAdmin === undefined) c.bind(WEB_SERVER).to(NginxWebServer).inSingletonScope();
+  else {
+    // Caddy is reconfigured per site with rules, through its admin API (docs/caddy.md).
+    const { caddyAdmin, webServerReload } = config;
+    c.bind(CADDY_SETTINGS).toConstantValue({ ...config, caddyAdmin, webServerReload, snippetsDir: caddySnippetsDir(config.dataDir), timeoutMs: 60_000 });
+    c.bind(WEB_SERVER).to(CaddyWebServer).inSingletonScope();
+  }
   c.bind(NodePrecompression).toSelf().inSingletonScope();
   if (config.precompress === 'on') c.bind(PRECOMPRESSION).toService(NodePrecompression);
   else c.bind(PRECOMPRESSION).toConstantValue({ queue: () => undefined, idle: async () => undefined });

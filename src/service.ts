@@ -1,31 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AuthenticateDeployer } from './application/authenticate-deployer.js';
-import { AuthenticateUser } from './application/authenticate-user.js';
 import { CleanUpLeftovers } from './application/clean-up-leftovers.js';
-import { CreateDeployKey } from './application/create-deploy-key.js';
-import { CreateOrRerollUser } from './application/create-or-reroll-user.js';
-import { DeleteUser } from './application/delete-user.js';
-import { DeleteProject } from './application/delete-project.js';
-import { DeletePreview } from './application/delete-preview.js';
 import { ExpirePreviews } from './application/expire-previews.js';
 import { ServeSiteRules } from './application/serve-site-rules.js';
 import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
-import { CancelDeploySession } from './application/cancel-deploy-session.js';
-import { ListDeploySessions } from './application/list-deploy-sessions.js';
-import { OpenDeploySession } from './application/open-deploy-session.js';
-import { PublishDeploySession } from './application/publish-deploy-session.js';
-import { ShowDeploySession } from './application/show-deploy-session.js';
-import { UploadObjects } from './application/upload-objects.js';
-import { DeployRelease } from './application/deploy-release.js';
-import { ListDeployKeys } from './application/list-deploy-keys.js';
-import { ListPreviews } from './application/list-previews.js';
-import { ListProjects } from './application/list-projects.js';
-import { PromotePreview } from './application/promote-preview.js';
-import { ListReleases } from './application/list-releases.js';
-import { ListUsers } from './application/list-users.js';
-import { RevokeDeployKey } from './application/revoke-deploy-key.js';
-import { RollbackRelease } from './application/rollback-release.js';
 import type { Config } from './adapters/config/config.js';
 import { FS_THREADS } from './adapters/fs/threads/fs-threads.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
@@ -69,33 +47,10 @@ export async function startService(config: Config, adminToken: string, logger: L
   const opens = new SessionOpens({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
   const app = createApp({
     settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds, uploadStallSeconds: config.uploadStallSeconds },
-    createUser: container.get(CreateOrRerollUser),
-    deleteUser: container.get(DeleteUser),
-    authenticate: container.get(AuthenticateUser),
-    authenticateDeployer: container.get(AuthenticateDeployer),
-    deploy: container.get(DeployRelease),
+    useCases: (useCase) => container.get(useCase),
     deploys,
-    sessions: {
-      open: container.get(OpenDeploySession),
-      show: container.get(ShowDeploySession),
-      upload: container.get(UploadObjects),
-      publish: container.get(PublishDeploySession),
-      cancel: container.get(CancelDeploySession),
-      list: container.get(ListDeploySessions),
-    },
     slots,
     opens,
-    listProjects: container.get(ListProjects),
-    listReleases: container.get(ListReleases),
-    rollback: container.get(RollbackRelease),
-    deleteProject: container.get(DeleteProject),
-    listUsers: container.get(ListUsers),
-    createKey: container.get(CreateDeployKey),
-    listKeys: container.get(ListDeployKeys),
-    revokeKey: container.get(RevokeDeployKey),
-    listPreviews: container.get(ListPreviews),
-    promotePreview: container.get(PromotePreview),
-    deletePreview: container.get(DeletePreview),
     metrics: new ServiceMetrics(),
     logger,
     openApi,

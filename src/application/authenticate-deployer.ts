@@ -8,7 +8,7 @@ import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 /**
  * Signs in a deploy, before its body is read: a user token, or a deploy key. Which
  * project the key may deploy is checked once the request names one; only then, allowed,
- * is its use recorded (PublishRelease.assertStillAuthorised).
+ * is its use recorded (deployer.ts, assertStillAuthorised).
  */
 @injectable()
 export class AuthenticateDeployer {

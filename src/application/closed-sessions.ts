@@ -1,14 +1,14 @@
 import type { SessionObjects } from './ports/session-objects.js';
-import type { Staging } from './ports/staging.js';
+import type { ReleasePreparation } from './ports/release-preparation.js';
 
 /**
  * What sessions closed without a publish leave goes with them: their uploads, and the
- * release prepared for them (Staging.prepare), which holds a staging area and links the
+ * release prepared for them (ReleasePreparation), which holds a staging area and links the
  * user's bytes. The sweep finds either if this is cut short.
  */
-export async function forgetClosedSessions(objects: SessionObjects, staging: Staging, ids: readonly string[]): Promise<void> {
+export async function forgetClosedSessions(objects: SessionObjects, preparation: ReleasePreparation, ids: readonly string[]): Promise<void> {
   for (const id of ids) {
     await objects.removeUploads(id);
-    await staging.forgetPrepared(id);
+    await preparation.forgetPrepared(id);
   }
 }

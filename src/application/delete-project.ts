@@ -7,9 +7,9 @@ import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { STAGING, type Staging } from './ports/staging.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 /**
@@ -25,7 +25,7 @@ export class DeleteProject {
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
@@ -35,7 +35,7 @@ export class DeleteProject {
       await existingProject(this.releases, user, project);
       // Keys first: should removing the files then fail, no key can deploy it again.
       await this.keys.removeProject(user, project);
-      await forgetClosedSessions(this.objects, this.staging, await this.sessions.closeOpenedByKeys(user, project));
+      await forgetClosedSessions(this.objects, this.preparation, await this.sessions.closeOpenedByKeys(user, project));
       // The previews' links before the releases they point to, as the live link is.
       await this.previews.removeProject(user, project);
       await this.releases.removeProject(user, project);

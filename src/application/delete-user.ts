@@ -5,8 +5,8 @@ import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
-import { STAGING, type Staging } from './ports/staging.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
@@ -14,7 +14,7 @@ export type FilesMode = 'persist' | 'delete';
 
 /**
  * Deletes a user, its deploy keys and its open deploy sessions (and what was prepared of
- * their releases, Staging.prepare); with files 'delete' also
+ * their releases, ReleasePreparation); with files 'delete' also
  * its live links, previews and releases. The user lock waits for the user's running
  * deploys to publish, and those still waiting find the user gone, so no deploy writes
  * into a tree that is being removed. Sessions go because they are found by user name:
@@ -30,7 +30,7 @@ export class DeleteUser {
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
   ) {}
 
@@ -42,7 +42,7 @@ export class DeleteUser {
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
       await this.sessions.removeUser(user);
       // What was prepared for those sessions links the user's bytes: gone with them.
-      await this.staging.forgetPreparedFor(user);
+      await this.preparation.forgetPreparedFor(user);
       if (input.files === 'delete') {
         await this.previews.removeUser(user);
         await this.releases.removeUserFiles(user);

@@ -3,11 +3,13 @@ import { ArchiveRejected, DeployAborted, MissingArchive } from '../domain/errors
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
-import { NOT_YET_KNOWN } from './deployer.js';
+import { assertStillAuthorised, NOT_YET_KNOWN, type NotYetKnown } from './deployer.js';
 import { PublishRelease, type Deployed } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { STAGING, type StagedRelease, type Staging } from './ports/staging.js';
+import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface DeployInput {
   /** The user, or the owner of the deploy key that signed the deploy. */
@@ -43,13 +45,15 @@ export class DeployRelease {
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
     @inject(PublishRelease) private readonly publisher: PublishRelease,
+    @inject(TOKEN_STORE) private readonly tokens: TokenStore,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
   ) {}
 
   async execute(input: DeployInput): Promise<Deployed> {
     // A key's grant is checked as soon as the project is known, so a deploy of a project
     // the key does not cover stops unpacking at once; and again under the lock.
     const project = input.project.then(ProjectName.parse).then(async (name) => {
-      await this.publisher.assertStillAuthorised(input.user, input.token, name, NOT_YET_KNOWN);
+      await this.stillAuthorised(input, name, NOT_YET_KNOWN);
       return name;
     });
     // The preview's name is judged after the project's: the client hears of that one first.
@@ -57,7 +61,7 @@ export class DeployRelease {
     const target = project.then(async (name) => {
       const named = await (input.preview ?? Promise.resolve(undefined));
       const preview = named === undefined ? undefined : PreviewName.parse(named);
-      await this.publisher.assertStillAuthorised(input.user, input.token, name, preview);
+      await this.stillAuthorised(input, name, preview);
       return { project: name, preview };
     });
     if (input.archive === undefined) {
@@ -93,6 +97,10 @@ export class DeployRelease {
     }
   }
 
+  private stillAuthorised(input: DeployInput, project: ProjectName, preview: PreviewName | undefined | NotYetKnown): Promise<void> {
+    return assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: input.user, token: input.token, project, preview });
+  }
+
   /**
    * A bad project name is the client's first mistake, so it is reported before the
    * archive's. Not the preview's: a field that has not come yet may never come before the
@@ -113,5 +121,4 @@ export class DeployRelease {
       throw error;
     }
   }
-
 }

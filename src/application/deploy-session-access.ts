@@ -3,11 +3,13 @@ import { isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-s
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
 import type { Username } from '../domain/username.js';
-import { PublishRelease } from './publish-release.js';
+import { assertStillAuthorised } from './deployer.js';
 import { CLOCK, type Clock } from './ports/clock.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { DEPLOY_SESSIONS, type DeploySession, type DeploySessions } from './ports/deploy-sessions.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
+import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 /** What a client is told of its session: enough to upload the rest and publish. */
 export interface SessionState {
@@ -30,7 +32,8 @@ export class DeploySessionAccess {
   constructor(
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
-    @inject(PublishRelease) private readonly publisher: PublishRelease,
+    @inject(TOKEN_STORE) private readonly tokens: TokenStore,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
   ) {}
@@ -39,7 +42,7 @@ export class DeploySessionAccess {
     const session = await this.sessions.find(id);
     const now = this.clock.now();
     if (session === undefined || session.user !== user || isSessionExpired(session.expiresAt, now)) throw new DeploySessionNotFound();
-    await this.publisher.assertStillAuthorised(user, token, session.project, session.preview);
+    await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview });
     await this.sessions.extend(id, sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
     return session;
   }

@@ -1,4 +1,6 @@
 import { isExpired, keyPermitsDeploy, keyPermitsProject, type KeyGrant } from '../domain/deploy-key.js';
+import { Unauthorized } from '../domain/errors.js';
+import type { PreviewName } from '../domain/preview.js';
 import type { ProjectName } from '../domain/project-name.js';
 import { Token } from '../domain/token.js';
 import type { Username } from '../domain/username.js';
@@ -39,3 +41,23 @@ export function mayDeploy(deployer: Deployer, project: ProjectName, preview: str
 
 export const NOT_YET_KNOWN = Symbol('not yet known');
 export type NotYetKnown = typeof NOT_YET_KNOWN;
+
+/** A deploy as it was signed in: who, with which token, to what project and preview. */
+export interface SignedDeploy {
+  readonly user: Username;
+  readonly token: string;
+  readonly project: ProjectName;
+  readonly preview: PreviewName | undefined | NotYetKnown;
+}
+
+/**
+ * The deploy was signed in before its upload; since then its token may have been
+ * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
+ * with a new token). A key must also grant this project. A key's last use is an audit
+ * trail: it moves here, once a request is judged whole (its preview known) and allowed.
+ */
+export async function assertStillAuthorised(tokens: TokenStore, keys: DeployKeyStore, now: Date, deploy: SignedDeploy): Promise<void> {
+  const deployer = await resolveDeployer(tokens, keys, now, deploy.token);
+  if (deployer === undefined || deployer.user !== deploy.user || !mayDeploy(deployer, deploy.project, deploy.preview)) throw new Unauthorized();
+  if (deployer.key && deploy.preview !== NOT_YET_KNOWN) await keys.touch(deployer.key.id, now);
+}

@@ -10,14 +10,15 @@ import type { ArchiveLimits } from '../domain/archive-policy.js';
 import type { Username } from '../domain/username.js';
 import { forgetClosedSessions } from './closed-sessions.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
-import { NOT_YET_KNOWN } from './deployer.js';
-import { PublishRelease } from './publish-release.js';
+import { assertStillAuthorised, NOT_YET_KNOWN } from './deployer.js';
 import { CLOCK, type Clock } from './ports/clock.js';
+import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { DEPLOY_SESSIONS, type DeploySessions, type NewDeploySession } from './ports/deploy-sessions.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { STAGING, type Staging } from './ports/staging.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
+import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
 export interface OpenSessionInput {
   readonly user: Username;
@@ -41,7 +42,7 @@ export interface OpenSessionInput {
  * body arrived and then whole (every rule an archive's entries obey), kept as a session,
  * and answered with the objects the user's store lacks (a deploy key's: its project's
  * content and its sessions' uploads); staging may start building the release meanwhile
- * (Staging.prepare).
+ * (ReleasePreparation.prepare).
  * Nothing of the site changes until the session is published. A manifest
  * relative to a release of the project is made whole first, from that release's files
  * as they are on disk, and only if they are the files the client says they are.
@@ -52,10 +53,11 @@ export class OpenDeploySession {
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
-    @inject(PublishRelease) private readonly publisher: PublishRelease,
+    @inject(TOKEN_STORE) private readonly tokens: TokenStore,
+    @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
   ) {}
 
   /** A reader of a manifest under this service's limits, to fill as its body arrives and hand to `execute`. */
@@ -66,7 +68,7 @@ export class OpenDeploySession {
   async execute(input: OpenSessionInput): Promise<SessionState> {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
-    await this.publisher.assertStillAuthorised(input.user, input.token, project, preview);
+    await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: input.user, token: input.token, project, preview });
     const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
@@ -89,10 +91,10 @@ export class OpenDeploySession {
     await this.unlessRevokedMeanwhile(session, input.token, id);
     // A redeploy: the release is mostly built while the changed objects upload. Not a
     // first deploy, which the client may well send as an archive instead.
-    if (missing.length <= packed.objectCount / 2) this.staging.prepare(input.user, id, packed, missing);
+    if (missing.length <= packed.objectCount / 2) this.preparation.prepare(input.user, id, packed, missing);
     // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
     const stillMissing = await this.notUploadedBefore(earlier, id, missing, manifest);
-    await forgetClosedSessions(this.objects, this.staging, superseded);
+    await forgetClosedSessions(this.objects, this.preparation, superseded);
     return stateOf({ id, ...session }, stillMissing);
   }
 
@@ -123,7 +125,7 @@ export class OpenDeploySession {
   private async unlessRevokedMeanwhile(session: NewDeploySession, token: string, id: string): Promise<void> {
     if (session.keyId === undefined) return;
     try {
-      await this.publisher.assertStillAuthorised(session.user, token, session.project, NOT_YET_KNOWN);
+      await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: session.user, token, project: session.project, preview: NOT_YET_KNOWN });
     } catch (error) {
       await this.sessions.close(id);
       throw error;

@@ -32,6 +32,7 @@ export class PruneReleases {
   ) {}
 
   async execute(user: Username, project: ProjectName): Promise<ReleaseId[]> {
+    await this.expirePreviews(user, project);
     const [all, live, previews, previewOnly] = await Promise.all([
       this.releases.releases(user, project),
       this.releases.liveRelease(user, project),
@@ -50,15 +51,19 @@ export class PruneReleases {
     return found;
   }
 
-  /** The project's previews still in their time; the links of the others are removed. */
+  /** The project's previews still in their time; it changes nothing. */
   async livePreviews(user: Username, project: ProjectName): Promise<Preview[]> {
     const { ttlSeconds } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
     const now = this.clock.now();
-    const kept: Preview[] = [];
+    return (await this.previews.list(user, project)).filter((preview) => !isPreviewExpired(preview, ttlSeconds, now));
+  }
+
+  /** Removes the links of the project's previews past their time; the caller holds the project's lock. */
+  async expirePreviews(user: Username, project: ProjectName): Promise<void> {
+    const { ttlSeconds } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
+    const now = this.clock.now();
     for (const preview of await this.previews.list(user, project)) {
       if (isPreviewExpired(preview, ttlSeconds, now)) await this.previews.unlink(user, project, preview.name);
-      else kept.push(preview);
     }
-    return kept;
   }
 }

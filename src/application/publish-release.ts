@@ -1,11 +1,11 @@
 import { inject, injectable } from 'inversify';
-import { TooManyPreviews, Unauthorized } from '../domain/errors.js';
+import { TooManyPreviews } from '../domain/errors.js';
 import { mayAddPreview, type PreviewName } from '../domain/preview.js';
 import type { ProjectName } from '../domain/project-name.js';
 import { ReleaseId } from '../domain/release-id.js';
 import { enforceStorageQuota, keptAfterDeploy, type HeldReleases, type StoredRelease } from '../domain/storage-quota.js';
 import type { Username } from '../domain/username.js';
-import { mayDeploy, NOT_YET_KNOWN, resolveDeployer, type NotYetKnown } from './deployer.js';
+import { assertStillAuthorised } from './deployer.js';
 import { previewOnlyReleases, PruneReleases } from './prune-releases.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
@@ -97,8 +97,9 @@ export class PublishRelease {
         // Only with a quota do the user's projects publish one at a time: without one
         // nothing reads another project's releases, so they need not wait for each other.
         if (this.settings.userMaxBytes !== undefined) await held.lockUserStorage();
-        await this.assertStillAuthorised(user, token, project, preview);
+        await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user, token, project, preview });
         await claim?.();
+        await this.prune.expirePreviews(user, project);
         const previews = await this.prune.livePreviews(user, project);
         const { max } = this.settings.previews ?? DEFAULT_PREVIEW_SETTINGS;
         if (preview !== undefined && !mayAddPreview(previews.map((p) => p.name), preview, max)) throw new TooManyPreviews(max);
@@ -152,19 +153,6 @@ export class PublishRelease {
     if (release === undefined) return;
     const rules = await rulesOfRelease(this.rules, { user: site.user, project: site.project, release });
     await this.webServer.willServe({ site, release, rules }).catch(() => undefined);
-  }
-
-  /**
-   * The deploy was signed in before its upload; since then its token may have been
-   * rerolled, its key revoked or expired, or its user deleted (and perhaps created again
-   * with a new token). A key must also grant this project. A key's last use is an audit
-   * trail: it moves here, once a request is judged whole (its preview known) and allowed.
-   */
-  async assertStillAuthorised(user: Username, token: string, project: ProjectName, preview: PreviewName | undefined | NotYetKnown): Promise<void> {
-    const now = this.clock.now();
-    const deployer = await resolveDeployer(this.tokens, this.keys, now, token);
-    if (deployer === undefined || deployer.user !== user || !mayDeploy(deployer, project, preview)) throw new Unauthorized();
-    if (deployer.key && preview !== NOT_YET_KNOWN) await this.keys.touch(deployer.key.id, now);
   }
 
   /**

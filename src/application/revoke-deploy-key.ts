@@ -6,8 +6,8 @@ import { forgetClosedSessions } from './closed-sessions.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { STAGING, type Staging } from './ports/staging.js';
 
 /**
  * Revokes a key at once. Under the project lock, so a deploy the key signed that is
@@ -22,7 +22,7 @@ export class RevokeDeployKey {
     @inject(DEPLOY_LOCK) private readonly lock: DeployLock,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
-    @inject(STAGING) private readonly staging: Staging,
+    @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
   ) {}
 
   async execute(user: Username, projectName: string, id: string): Promise<void> {
@@ -30,7 +30,7 @@ export class RevokeDeployKey {
     await this.lock.withProject(user, project, async () => {
       if (!(await this.keys.remove(user, project, id))) throw new DeployKeyNotFound();
       // After the key: a session it opens meanwhile finds the key gone once open (OpenDeploySession).
-      await forgetClosedSessions(this.objects, this.staging, await this.sessions.closeOpenedByKeys(user, project, id));
+      await forgetClosedSessions(this.objects, this.preparation, await this.sessions.closeOpenedByKeys(user, project, id));
     });
   }
 }

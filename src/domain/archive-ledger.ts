@@ -96,11 +96,6 @@ export class ArchiveLedger {
 export class ImpliedDirectories {
   private readonly made = new Set<string>(['']);
 
-  /** Directories made so far, the root excepted. */
-  get count(): number {
-    return this.made.size - 1;
-  }
-
   /** The parents of `path` not named yet, parents first; they count as made from now on. */
   missingParents(path: string): string[] {
     const missing: string[] = [];

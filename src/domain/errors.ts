@@ -1,9 +1,8 @@
 /**
- * Every failure a use case can report. Each carries a stable `code`; the HTTP
- * adapter maps codes to statuses and the spec's messages, so nothing here knows HTTP.
+ * Every failure a use case can report. The HTTP adapter maps each class to its status
+ * and the spec's message (error-response.ts), so nothing here knows HTTP.
  */
 export abstract class DomainError extends Error {
-  abstract readonly code: string;
   constructor(message: string) {
     super(message);
     this.name = new.target.name;
@@ -11,35 +10,30 @@ export abstract class DomainError extends Error {
 }
 
 export class InvalidUsername extends DomainError {
-  readonly code = 'invalid_username';
   constructor() {
     super('username does not match the required pattern');
   }
 }
 
 export class InvalidProjectName extends DomainError {
-  readonly code = 'invalid_project_name';
   constructor() {
     super('project name does not match the required pattern');
   }
 }
 
 export class InvalidReleaseId extends DomainError {
-  readonly code = 'invalid_release_id';
   constructor(value: string) {
     super(`not a release id: ${value}`);
   }
 }
 
 export class Unauthorized extends DomainError {
-  readonly code = 'unauthorized';
   constructor() {
     super('token rejected');
   }
 }
 
 export class UserNotFound extends DomainError {
-  readonly code = 'user_not_found';
   constructor() {
     super('user not found');
   }
@@ -47,7 +41,6 @@ export class UserNotFound extends DomainError {
 
 /** The deploy carried no archive bytes at all. */
 export class MissingArchive extends DomainError {
-  readonly code = 'missing_archive';
   constructor() {
     super('no archive was uploaded');
   }
@@ -55,7 +48,6 @@ export class MissingArchive extends DomainError {
 
 /** The archive is unreadable or breaks the archive policy; `reason` is shown to the client. */
 export class ArchiveRejected extends DomainError {
-  readonly code = 'archive_rejected';
   constructor(readonly reason: string) {
     super(reason);
   }
@@ -63,7 +55,6 @@ export class ArchiveRejected extends DomainError {
 
 /** Publishing would take the user's kept releases over the storage quota (USER_MAX_BYTES). */
 export class StorageQuotaExceeded extends DomainError {
-  readonly code = 'storage_quota_exceeded';
   constructor(
     readonly wouldKeep: number,
     readonly limit: number,
@@ -82,21 +73,18 @@ export class WebServerFailed extends DomainError {
 
 /** The deploy was given up before it was published (client gone, shutdown). */
 export class DeployAborted extends DomainError {
-  readonly code = 'deploy_aborted';
   constructor(reason = 'deploy aborted') {
     super(reason);
   }
 }
 
 export class ProjectNotFound extends DomainError {
-  readonly code = 'project_not_found';
   constructor() {
     super('project not found');
   }
 }
 
 export class ReleaseNotFound extends DomainError {
-  readonly code = 'release_not_found';
   constructor() {
     super('release not found');
   }
@@ -104,7 +92,6 @@ export class ReleaseNotFound extends DomainError {
 
 /** A rollback with no release named, when none is older than the live one. */
 export class NothingToRollBackTo extends DomainError {
-  readonly code = 'nothing_to_roll_back_to';
   constructor() {
     super('no release older than the live one');
   }
@@ -112,42 +99,36 @@ export class NothingToRollBackTo extends DomainError {
 
 /** A deploy key's name is empty, too long, or holds control characters. */
 export class InvalidKeyName extends DomainError {
-  readonly code = 'invalid_key_name';
   constructor() {
     super('key name must be 1 to 64 characters, none of them control characters');
   }
 }
 
 export class InvalidKeyScope extends DomainError {
-  readonly code = 'invalid_key_scope';
   constructor() {
     super("scope must be 'deploy' or 'preview'");
   }
 }
 
 export class InvalidKeyExpiry extends DomainError {
-  readonly code = 'invalid_key_expiry';
   constructor(readonly maxDays: number) {
     super(`expiresInDays must be a whole number from 1 to ${maxDays}`);
   }
 }
 
 export class DeployKeyNotFound extends DomainError {
-  readonly code = 'deploy_key_not_found';
   constructor() {
     super('key not found');
   }
 }
 
 export class InvalidPreviewName extends DomainError {
-  readonly code = 'invalid_preview_name';
   constructor() {
     super('preview name does not match the required pattern');
   }
 }
 
 export class PreviewNotFound extends DomainError {
-  readonly code = 'preview_not_found';
   constructor() {
     super('preview not found');
   }
@@ -155,7 +136,6 @@ export class PreviewNotFound extends DomainError {
 
 /** A deploy of a new preview when the project already has PREVIEWS_MAX of them. */
 export class TooManyPreviews extends DomainError {
-  readonly code = 'too_many_previews';
   constructor(readonly max: number) {
     super(`the project has ${max} previews, the most it may have`);
   }
@@ -163,7 +143,6 @@ export class TooManyPreviews extends DomainError {
 
 /** An incremental deploy's manifest breaks a rule a site archive would; `reason` is shown to the client. */
 export class ManifestRejected extends DomainError {
-  readonly code = 'manifest_rejected';
   constructor(readonly reason: string) {
     super(reason);
   }
@@ -171,7 +150,6 @@ export class ManifestRejected extends DomainError {
 
 /** A batch of uploaded objects is not what the session asked for; nothing of it is kept. */
 export class ObjectsRejected extends DomainError {
-  readonly code = 'objects_rejected';
   constructor(readonly reason: string) {
     super(reason);
   }
@@ -182,7 +160,6 @@ export class ObjectsRejected extends DomainError {
  * or collected since the session asked). Uploading them and publishing again succeeds.
  */
 export class ObjectsMissing extends DomainError {
-  readonly code = 'objects_missing';
   constructor(readonly digests: readonly string[]) {
     super(`${digests.length} objects missing`);
   }
@@ -190,7 +167,6 @@ export class ObjectsMissing extends DomainError {
 
 /** No such deploy session for this user: never opened, expired, published or given up. */
 export class DeploySessionNotFound extends DomainError {
-  readonly code = 'deploy_session_not_found';
   constructor() {
     super('deploy session not found');
   }
@@ -198,7 +174,6 @@ export class DeploySessionNotFound extends DomainError {
 
 /** The signer (the user's own token, or one deploy key) already has DEPLOY_SESSIONS_MAX sessions open. */
 export class TooManyDeploySessions extends DomainError {
-  readonly code = 'too_many_deploy_sessions';
   constructor(readonly max: number) {
     super(`the signer has ${max} deploy sessions open, the most it may have`);
   }
@@ -210,7 +185,6 @@ export class TooManyDeploySessions extends DomainError {
  * All three are one answer, so no one learns which releases another user or project has.
  */
 export class BaseReleaseChanged extends DomainError {
-  readonly code = 'base_release_changed';
   constructor() {
     super('base release not found or changed');
   }

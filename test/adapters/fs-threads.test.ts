@@ -14,6 +14,7 @@ import { TreeRemoval } from '../../src/adapters/fs/write/tree-removal.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
+import { until } from '../support/until.js';
 
 const limits = { maxFiles: 100_000, maxBytes: 1e9 };
 
@@ -147,10 +148,10 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
       () => 'unpacked',
       (error: Error) => error.message,
     );
-    while (!gate.open || (await readdir(dir)).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(async () => gate.open !== undefined && (await readdir(dir)).length > 0, 'the first half to be written');
     const writer = started.at(-1)!;
     await writer.terminate();
-    gate.open();
+    gate.open!();
     expect(await outcome).toMatch(/^extraction failed: a file-system thread stopped/);
     // Nothing writes into the area once its deploy has been told.
     const after = await snapshot(dir);

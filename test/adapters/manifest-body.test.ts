@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
@@ -9,9 +8,9 @@ import { readManifestBody } from '../../src/adapters/http/manifest-body.js';
 import { jsonObject, optionalString } from '../../src/adapters/http/request-body.js';
 import { ManifestRejected } from '../../src/domain/errors.js';
 import { EMPTY_DIGEST, ManifestReader, parseManifest, parseManifestBase, parseManifestChanges } from '../../src/domain/manifest.js';
+import { sha256 } from '../support/sha256.js';
 
 const limits = { maxFiles: 8, maxBytes: 20 };
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A request whose body is `chunks`, as the route sees one: complete once it has ended. */
 function request(chunks: readonly Buffer[], encoding?: string): IncomingMessage {

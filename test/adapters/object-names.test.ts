@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +10,7 @@ import {
   objectName,
   objectPath,
 } from '../../src/adapters/fs/store/object-names.js';
+import { sha256Bytes } from '../support/sha256.js';
 
 const digests = fc.uint8Array({ minLength: 32, maxLength: 32 });
 const hex = (digest: Uint8Array): string => Buffer.from(digest).toString('hex');
@@ -39,7 +39,7 @@ describe('object names: a SHA-256 digest in lowercase base32, under a shard of i
   it('RFC 4648 test vector, and the empty file', () => {
     // RFC 4648 section 10, lowercased: BASE32("foobar") = "MZXW6YTBOI======".
     expect(base32BitByBit(Buffer.from('foobar'))).toBe('mzxw6ytboi');
-    const empty = createHash('sha256').update('').digest();
+    const empty = sha256Bytes('');
     expect(objectName(empty)).toBe('4oymiquy7qobjgx36tejs35zeqt24qpemsnzgtfeswmrw6csxbkq');
   });
 

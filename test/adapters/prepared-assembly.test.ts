@@ -1,32 +1,27 @@
-import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { manifestOf as wholeManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { manifestOf as wholeManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
+import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 const alice = 'alice' as Username;
 const SESSION = 'fedcba9876543210fedcba9876543210';
-const digestOf = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
+const digestOf = sha256;
 const manifestOf = (entries: Record<string, string>): PackedManifest =>
   PackedManifest.pack(wholeManifest(Object.entries(entries).map(([path, c]): ManifestFile => ({ path, size: Buffer.byteLength(c), digest: digestOf(c) }))));
 async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
   yield bytes;
 }
 
-/** Waits for `check` to hold, as a background task makes it so; fails after a few seconds. */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (let tries = 0; tries < 300; tries += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('never happened');
-}
+/** Waits for `check` to hold, as a background task makes it so. */
+const eventually = (check: () => Promise<boolean>): Promise<void> => until(check, 'the background work', 3_000);
 
 /** The real adapter builds a prepared release before its publish, in the area the publish then finishes. */
 describe('a release prepared while objects upload (real directories)', () => {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,9 +8,9 @@ import { ReleaseManifestWalk } from '../../src/adapters/fs/write/release-manifes
 import type { ManifestFile } from '../../src/domain/manifest.js';
 import { ObjectNameMigration } from '../../src/adapters/fs/write/store-migration.js';
 import { ObjectAdoption, ObjectCollection } from '../../src/adapters/fs/write/store-objects.js';
+import { sha256Bytes } from '../support/sha256.js';
 
-const sha256 = (bytes: Buffer | string): Buffer => createHash('sha256').update(bytes).digest();
-const hex = (bytes: Buffer | string): string => sha256(bytes).toString('hex');
+const hex = (bytes: Buffer | string): string => sha256Bytes(bytes).toString('hex');
 
 /** Three releases of one site: most files shared by all, some by two, a few each its own; one empty file. */
 function sites(): Record<string, Buffer>[] {
@@ -48,7 +47,7 @@ function oldStore(): void {
       if (bytes.length === 0) {
         mkdirSync(dirname(file), { recursive: true });
         writeFileSync(file, bytes);
-      } else linkTo(legacyObjectPath(sha256(bytes)), bytes, file);
+      } else linkTo(legacyObjectPath(sha256Bytes(bytes)), bytes, file);
     }
   }
 }
@@ -59,8 +58,8 @@ function oldStore(): void {
  */
 function twinSinceUpgrade(): number {
   const bytes = sites()[0]!['index.html']!;
-  linkTo(objectPath(sha256(bytes)), bytes, join(release('r4'), 'index.html'));
-  return lstatSync(join(store, objectPath(sha256(bytes)))).ino;
+  linkTo(objectPath(sha256Bytes(bytes)), bytes, join(release('r4'), 'index.html'));
+  return lstatSync(join(store, objectPath(sha256Bytes(bytes)))).ino;
 }
 
 /** What the releases' files must be after the migration, given `before` with twinSinceUpgrade(): r1's index.html loses the store's link to it. */
@@ -93,7 +92,7 @@ function storeEntries(): string[] {
 /** The store every release's bytes should end in: each distinct non-empty content under its new name. */
 function expectedEntries(): string[] {
   const contents = new Set(sites().flatMap((site) => Object.values(site).filter((b) => b.length > 0).map((b) => b.toString('latin1'))));
-  return [...contents].map((c) => objectPath(sha256(Buffer.from(c, 'latin1')))).sort();
+  return [...contents].map((c) => objectPath(sha256Bytes(Buffer.from(c, 'latin1')))).sort();
 }
 
 function runToEnd(work: { step(budget: number): boolean }, budget: number): number {
@@ -150,14 +149,14 @@ describe('renaming a store made before base32 names (ObjectNameMigration, start-
   it('a new name taken already (a deploy since the upgrade stored the same bytes): that object stays, the old name goes, both releases keep their bytes', () => {
     oldStore();
     const bytes = sites()[0]!['index.html']!;
-    const oldObject = lstatSync(join(store, legacyObjectPath(sha256(bytes)))).ino;
+    const oldObject = lstatSync(join(store, legacyObjectPath(sha256Bytes(bytes)))).ino;
     const newObject = twinSinceUpgrade();
     expect(oldObject).not.toBe(newObject);
     const before = releaseFiles();
 
     runToEnd(new ObjectNameMigration(store), 8);
 
-    expect(lstatSync(join(store, objectPath(sha256(bytes)))).ino).toBe(newObject);
+    expect(lstatSync(join(store, objectPath(sha256Bytes(bytes)))).ino).toBe(newObject);
     expect(storeEntries()).toEqual(expectedEntries());
     // r1 keeps its own link to the old object (one link fewer: the store's), r4 its own to the new one.
     const after = releaseFiles();
@@ -171,7 +170,7 @@ describe('renaming a store made before base32 names (ObjectNameMigration, start-
   ])('a new name taken already, wherever each is (%s): that object stays', (_name, where) => {
     oldStore();
     const bytes = sites()[0]!['index.html']!;
-    const oldPath = legacyObjectPath(sha256(bytes));
+    const oldPath = legacyObjectPath(sha256Bytes(bytes));
     const shard = oldPath.slice(0, 1);
     let twin: number;
     if (where === 'old aside') {
@@ -187,7 +186,7 @@ describe('renaming a store made before base32 names (ObjectNameMigration, start-
 
     runToEnd(new ObjectNameMigration(store), 8);
 
-    expect(lstatSync(join(store, objectPath(sha256(bytes)))).ino).toBe(twin);
+    expect(lstatSync(join(store, objectPath(sha256Bytes(bytes)))).ino).toBe(twin);
     expect(storeEntries()).toEqual(expectedEntries());
     expect(releaseFiles()).toEqual(afterTwin(before));
   });
@@ -213,7 +212,7 @@ describe('renaming a store made before base32 names (ObjectNameMigration, start-
       runToEnd(new ObjectNameMigration(store), 4);
       expect(storeEntries(), `cut after ${cut} steps`).toEqual(expectedEntries());
       expect(releaseFiles(), `cut after ${cut} steps`).toEqual(afterTwin(before));
-      expect(lstatSync(join(store, objectPath(sha256(sites()[0]!['index.html']!)))).ino, `cut after ${cut} steps`).toBe(twin);
+      expect(lstatSync(join(store, objectPath(sha256Bytes(sites()[0]!['index.html']!)))).ino, `cut after ${cut} steps`).toBe(twin);
     }
     expect(states).toContain('old+new+aside');
   });
@@ -229,8 +228,8 @@ describe('a store with old names still in it', () => {
     oldStore();
     // An object whose old name says other bytes than it holds: the walk takes the store's word.
     const liar = sites()[0]!['index.html']!;
-    const claimed = sha256('not these bytes');
-    renameSync(join(store, legacyObjectPath(sha256(liar))), join(store, legacyObjectPath(claimed)));
+    const claimed = sha256Bytes('not these bytes');
+    renameSync(join(store, legacyObjectPath(sha256Bytes(liar))), join(store, legacyObjectPath(claimed)));
     // In a shard set aside by a migration cut short: walked as well.
     const shard = legacyObjectPath(claimed).slice(0, 1);
     renameSync(join(store, shard), join(store, asideOf(shard)));
@@ -242,8 +241,8 @@ describe('a store with old names still in it', () => {
   it('a release walk never takes a name that is no object for a digest: it hashes the file', () => {
     oldStore();
     const bytes = sites()[0]!['index.html']!;
-    const object = join(store, legacyObjectPath(sha256(bytes)));
-    const wrong = sha256('a wrong digest');
+    const object = join(store, legacyObjectPath(sha256Bytes(bytes)));
+    const wrong = sha256Bytes('a wrong digest');
     // Names that only look like an object's: one digit short, upper case, a new name in another shard than its own, no shard.
     const [shard, name] = legacyObjectPath(wrong).split('/') as [string, string];
     const otherShard = (Number.parseInt(shard, 16) ^ 1).toString(16);
@@ -261,14 +260,14 @@ describe('a store with old names still in it', () => {
     oldStore();
     // Mid-migration: one shard set aside whole, a few linked objects renamed already.
     const orphans = ['old orphan', 'aside orphan', 'new orphan'].map((text) => Buffer.from(text));
-    const asideShard = legacyObjectPath(sha256(orphans[1]!)).slice(0, 1);
+    const asideShard = legacyObjectPath(sha256Bytes(orphans[1]!)).slice(0, 1);
     renameSync(join(store, asideShard), join(store, asideOf(asideShard)));
     for (const entry of storeEntries().slice(0, 10)) {
       const [dir, name] = entry.split('/') as [string, string];
       if (dir === asideOf(asideShard) || !isLegacyName(name)) continue;
       renameSync(join(store, entry), join(store, objectPath(Buffer.from(dir + name, 'hex'))));
     }
-    const orphanPaths = [legacyObjectPath(sha256(orphans[0]!)), `${asideOf(asideShard)}/${legacyObjectPath(sha256(orphans[1]!)).slice(2)}`, objectPath(sha256(orphans[2]!))];
+    const orphanPaths = [legacyObjectPath(sha256Bytes(orphans[0]!)), `${asideOf(asideShard)}/${legacyObjectPath(sha256Bytes(orphans[1]!)).slice(2)}`, objectPath(sha256Bytes(orphans[2]!))];
     for (const [i, path] of orphanPaths.entries()) {
       mkdirSync(dirname(join(store, path)), { recursive: true });
       writeFileSync(join(store, path), orphans[i]!);
@@ -289,7 +288,7 @@ describe('a store with old names still in it', () => {
     oldStore();
     const fresh = join(root, 'fresh');
     const bytes = Buffer.from('new since the upgrade');
-    const path = objectPath(sha256(bytes));
+    const path = objectPath(sha256Bytes(bytes));
     mkdirSync(dirname(join(fresh, path)), { recursive: true });
     writeFileSync(join(fresh, path), bytes);
     // The store has that shard, with something in it: the fresh one cannot move in whole.

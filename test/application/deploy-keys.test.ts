@@ -11,7 +11,7 @@ import { DeployKeyNotFound, InvalidProjectName, Unauthorized } from '../../src/d
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -27,7 +27,7 @@ async function world() {
   const clock = new FixedClock(new Date('2026-12-01T12:00:00Z'));
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
   const records = new InMemoryDeployRecords();
-  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()));
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()), tokens, keys);
   const deployWith = (token: string, project: string, archive: AsyncIterable<Uint8Array>, preview?: string) =>
     deploy.execute({ user: alice, token, project: Promise.resolve(project), preview: Promise.resolve(preview), archive, signal: new AbortController().signal });
   return {

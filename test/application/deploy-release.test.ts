@@ -8,7 +8,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 const ALICE_TOKEN = 'A'.repeat(32);
@@ -23,7 +23,7 @@ async function world(keep = 3, userMaxBytes?: number) {
   const records = new InMemoryDeployRecords();
   const keys = new InMemoryDeployKeyStore();
   const previews = new InMemoryPreviewLinks(clock);
-  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()));
+  const deploy = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()), tokens, keys);
   const run = (archive: string | undefined, project: string | null = 'docs', signal = new AbortController().signal) =>
     deploy.execute({ user: alice, token: ALICE_TOKEN, project: Promise.resolve(project ?? undefined), archive: archive === undefined ? undefined : bytes(archive), signal });
   return { tokens, releases, disk, clock, run, deploy, records, keys, previews };

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DeploySessionAccess } from '../../src/application/deploy-session-access.js';
 import { OpenDeploySession } from '../../src/application/open-deploy-session.js';
@@ -9,17 +8,17 @@ import { ShowDeploySession } from '../../src/application/show-deploy-session.js'
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import type { KeyName } from '../../src/domain/deploy-key.js';
 import { ObjectsMissing } from '../../src/domain/errors.js';
-import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
 const OWNER = 'A'.repeat(32);
 const KEY = 'K'.repeat(32);
-const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 /** alice's `docs` and `internal`, each with a release, and a deploy key of `docs`. */
@@ -39,11 +38,11 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
   return {
     disk,
     open: (token: string, files: ManifestFile[]) => {
-      const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+      const opener = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
       return opener.execute({
         user: alice,
         token,

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CancelDeploySession } from '../../src/application/cancel-deploy-session.js';
 import { CreateDeployKey } from '../../src/application/create-deploy-key.js';
@@ -13,15 +12,15 @@ import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js';
 import { Unauthorized } from '../../src/domain/errors.js';
-import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
-const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 async function world() {
@@ -39,8 +38,8 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, publisher, clock, settings);
-  const opener = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
+  const opener = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
   const createKey = new CreateDeployKey(keys, new SequenceTokenGenerator(), clock);
   return {
     disk,
@@ -62,7 +61,7 @@ async function world() {
   };
 }
 
-describe('a publish prepared while objects upload (Staging.prepare)', () => {
+describe('a publish prepared while objects upload (ReleasePreparation.prepare)', () => {
   it('a redeploy, most of it stored, is prepared at the open and assembled at the publish', async () => {
     const w = await world();
     const opened = await w.open([fileOf('a', 'one'), fileOf('b', 'two'), fileOf('c', 'new')]);

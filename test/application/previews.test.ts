@@ -10,7 +10,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { PreviewNotFound, StorageQuotaExceeded, TooManyPreviews } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 
 const ann = 'ann' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -27,8 +27,9 @@ async function world(over: { userMaxBytes?: number } = {}) {
   const settings = { releasesKeep: 1, archiveLimits: { maxFiles: 100, maxBytes: 1000 }, previews: { max: 2, ttlSeconds: 60 }, ...over };
   const records = new InMemoryDeployRecords();
   const prune = new PruneReleases(releases, settings, previews, clock, records);
+  const keys = new InMemoryDeployKeyStore();
   const webServer = new InMemoryWebServer();
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer, precompression));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, prune, records, keys, previews, disk.rules, webServer, precompression), tokens, keys);
   const deploy = async (site: string, preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);
     const input = { user: ann, token: TOKEN, project: Promise.resolve('site'), archive: bytes(site), signal: new AbortController().signal };
@@ -45,6 +46,7 @@ async function world(over: { userMaxBytes?: number } = {}) {
     promote: new PromotePreview(releases, lock, prune, records, disk.rules, webServer, precompression),
     remove: new DeletePreview(previews, lock, prune, webServer),
     expire: new ExpirePreviews(previews, lock, prune),
+    prune,
   };
 }
 
@@ -85,6 +87,17 @@ describe('previews (use cases over fakes)', () => {
     await expect(w.promote.execute(ann, 'site', 'pr-2')).rejects.toBeInstanceOf(PreviewNotFound);
     w.clock.current = new Date(w.clock.current.getTime() + 60_000);
     await expect(w.promote.execute(ann, 'site', 'pr-1')).rejects.toBeInstanceOf(PreviewNotFound);
+  });
+
+  it('livePreviews only reads: an expired link stays until expirePreviews removes it', async () => {
+    const w = await world();
+    const one = await w.deploy('one', 'pr-1');
+    w.clock.current = new Date(w.clock.current.getTime() + 60_000);
+    expect(await w.prune.livePreviews(ann, one.project)).toEqual([]);
+    await expect(w.promote.execute(ann, 'site', 'pr-1')).rejects.toBeInstanceOf(PreviewNotFound);
+    expect((await w.previews.list(ann, one.project)).map((p) => p.name)).toEqual(['pr-1']);
+    await w.prune.expirePreviews(ann, one.project);
+    expect(await w.previews.list(ann, one.project)).toEqual([]);
   });
 
   it('a deleted or expired preview lets its release be pruned', async () => {

@@ -1,22 +1,18 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OpenDeploySession } from '../../src/application/open-deploy-session.js';
-import { PruneReleases } from '../../src/application/prune-releases.js';
-import { PublishRelease } from '../../src/application/publish-release.js';
-import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { BaseReleaseChanged, ManifestRejected } from '../../src/domain/errors.js';
-import { readParsedManifest, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore } from '../support/fakes.js';
+import { sha256 } from '../support/sha256.js';
 
 const alice = 'alice' as Username;
 const bob = 'bob' as Username;
 const TOKENS = { alice: 'A'.repeat(32), bob: 'B'.repeat(32) };
 const R1 = '20260401T000000' as ReleaseId;
-const sha256 = (content: string) => createHash('sha256').update(content).digest('hex') as Digest;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 async function world() {
@@ -26,11 +22,9 @@ async function world() {
   const disk = new InMemoryDeploys();
   const clock = new FixedClock();
   const settings = { releasesKeep: 3, archiveLimits: { maxFiles: 10, maxBytes: 1000 } };
-  const previews = new InMemoryPreviewLinks(clock);
-  const records = new InMemoryDeployRecords();
-  const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, new InMemoryDeployKeyStore(), previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
+  const keys = new InMemoryDeployKeyStore();
   const sessions = new InMemoryDeploySessions();
-  const open = new OpenDeploySession(sessions, disk.objects, disk.store, publisher, clock, settings, disk.staging);
+  const open = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
   // alice's docs has release R1: index.html and a.css.
   const base = [fileOf('index.html', 'home'), fileOf('a.css', 'body{}')];
   disk.tree.set('alice/docs', new Map([[R1, [{ path: 'index.html', content: 'home' }, { path: 'a.css', content: 'body{}' }]]]));

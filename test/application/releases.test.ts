@@ -11,7 +11,7 @@ import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-l
 import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFound, ReleaseNotFound } from '../../src/domain/errors.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from './fakes.js';
+import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -29,7 +29,7 @@ async function world() {
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 1000 } };
   const webServer = new InMemoryWebServer();
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, webServer, precompression));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, releases, disk.staging, lock, clock, settings, new PruneReleases(releases, settings, previews, clock, records), records, keys, previews, disk.rules, webServer, precompression), tokens, keys);
   const deploy = async (project: string, at: string) => {
     clock.current = new Date(at);
     return (await deployer.execute({ user: alice, token: 'A'.repeat(32), project: Promise.resolve(project), archive: bytes(`site ${at}`), signal: new AbortController().signal })).release;

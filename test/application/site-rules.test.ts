@@ -25,7 +25,7 @@ import {
   InMemoryTokenStore,
   InMemoryWebServer,
   QueuedPrecompression,
-} from './fakes.js';
+} from '../support/fakes.js';
 
 const alice = 'alice' as Username;
 const docs = 'docs' as ProjectName;
@@ -53,8 +53,9 @@ async function world() {
   const previews = new InMemoryPreviewLinks(clock);
   const settings = { releasesKeep: 5, archiveLimits: { maxFiles: 100, maxBytes: 100_000 }, previews: { max: 5, ttlSeconds: 3600 } };
   const webServer = new WatchingWebServer(disk);
+  const keys = new InMemoryDeployKeyStore();
   const prune = new PruneReleases(disk.store, settings, previews, clock, records);
-  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, prune, records, new InMemoryDeployKeyStore(), previews, disk.rules, webServer, new QueuedPrecompression()));
+  const deployer = new DeployRelease(disk.staging, clock, settings, new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, prune, records, keys, previews, disk.rules, webServer, new QueuedPrecompression()), tokens, keys);
   // A fake archive's line `@<path> <content>` names a file; `\n` in it is a newline.
   const deploy = async (lines: string[], preview?: string) => {
     clock.current = new Date(clock.current.getTime() + 1000);

@@ -9,7 +9,7 @@ import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from './fakes.js';
+import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from '../support/fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();

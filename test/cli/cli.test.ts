@@ -230,8 +230,8 @@ describe('the sitedrop CLI against a server that answers oddly (the built binary
   it('says it cannot reach a server that drops the connection part-way through its answer', async () => {
     const server = await answering((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.write('{"status":');
-      setTimeout(() => res.socket?.destroy(), 50);
+      // Dropped once the first part is on its way: the client has begun to read an answer.
+      res.write('{"status":', () => res.socket?.destroy());
     });
     try {
       const r = await runNode([CLI, 'projects', '--server', server.url, '--token', 't'.repeat(32)], { env: {} });

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { hashSiteFolder, measureSiteFolder, readSiteFolder } from '../../src/ada
 import { hashOnThreads } from '../../src/adapters/cli/hash-threads.js';
 import { readFileSyncInto } from '../../src/adapters/cli/file-chunks.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
+import { sha256 } from '../support/sha256.js';
 
 describe('the manifest of a real folder', () => {
   let work: string;
@@ -45,7 +45,7 @@ describe('the manifest of a real folder', () => {
     expect(heard.sort()).toEqual(files.map((f) => f.path).sort());
     for (const file of files) {
       const bytes = await readFile(join(root, file.path));
-      expect(file).toEqual({ path: file.path, size: bytes.length, digest: createHash('sha256').update(bytes).digest('hex') });
+      expect(file).toEqual({ path: file.path, size: bytes.length, digest: sha256(bytes) });
     }
     expect(files[2]!.digest).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(files[0]!.digest).toBe(files[1]!.digest);
@@ -66,7 +66,7 @@ describe('the manifest of a real folder', () => {
     const root = await folder('pieces', { 'index.html': 'x', 'long.bin': bytes(2 * MiB + 7), 'one.bin': bytes(MiB), 'one-less.bin': bytes(MiB - 1) });
     for (const file of await hashSiteFolder(await readSiteFolder(root))) {
       const read = await readFile(join(root, file.path));
-      expect({ size: file.size, digest: file.digest }, file.path).toEqual({ size: read.length, digest: createHash('sha256').update(read).digest('hex') });
+      expect({ size: file.size, digest: file.digest }, file.path).toEqual({ size: read.length, digest: sha256(read) });
     }
   });
 
@@ -79,7 +79,7 @@ describe('the manifest of a real folder', () => {
     const threaded = await hashOnThreads(site.root, site.files, 2, () => (heard += 1));
     expect(heard).toBe(2100);
     expect(threaded).toEqual(await hashSiteFolder(site, undefined, 1));
-    expect(threaded[1000]).toEqual({ path: site.files[1000], size: (await readFile(join(root, site.files[1000]!))).length, digest: createHash('sha256').update(await readFile(join(root, site.files[1000]!))).digest('hex') });
+    expect(threaded[1000]).toEqual({ path: site.files[1000], size: (await readFile(join(root, site.files[1000]!))).length, digest: sha256(await readFile(join(root, site.files[1000]!))) });
     await rm(join(root, 'd6/2099.txt'));
     execFileSync('mkfifo', [join(root, 'd6/2099.txt')]);
     await expect(hashOnThreads(site.root, site.files, 2, () => undefined)).rejects.toThrow(new UsageError('d6/2099.txt is not a regular file or directory'));
@@ -89,7 +89,7 @@ describe('the manifest of a real folder', () => {
     const many = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p/${String(i).padStart(3, '0')}.txt`, `file ${i}`]));
     const files = await hashSiteFolder(await readSiteFolder(await folder('many', many)));
     expect(files.map((f) => f.path)).toEqual(Object.keys(many).sort());
-    expect(files[123]!.digest).toBe(createHash('sha256').update('file 123').digest('hex'));
+    expect(files[123]!.digest).toBe(sha256('file 123'));
   });
 
   it('warns without index.html, and refuses an empty folder, a link and a named pipe, naming them', async () => {

@@ -1,5 +1,4 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +11,10 @@ import { snapshot } from '../support/tree.js';
 import { startForwardingProxy, type ForwardingProxy } from './forwarding-proxy.js';
 import { CLI, runNode, startNode, type Run } from './run-cli.js';
 import { tarEntries } from './tar-entries.js';
+import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
 const USER = 'incr';
-const sha = (bytes: string | Buffer) => createHash('sha256').update(bytes).digest('hex');
 const MiB = 1024 * 1024;
 
 /** Paths and file contents of a tree, modes aside: what a visitor of the site sees. */
@@ -85,7 +85,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       status: 'ok', project: 'docs', username: USER, url: 'https://sites.example.test/incr/docs/', release: expect.stringMatching(/^\d{8}T\d{6}$/),
       mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 7, sentBytes: total - 6, skippedFiles: 1, hashedFiles: 8,
     });
-    expect((await uploaded(mark)).sort()).toEqual([...new Set(Object.values(files).filter((b) => b.length > 0).map(sha))].sort());
+    expect((await uploaded(mark)).sort()).toEqual([...new Set(Object.values(files).filter((b) => b.length > 0).map(sha256))].sort());
     expect(since(mark).find((e) => e.path === '/api/v1/deploys')?.body.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
     expect(await live('docs')).toEqual(await contents(root));
 
@@ -94,7 +94,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     const second = await deployed([root, '--project', 'docs']);
     expect(second).toMatchObject({ mode: 'incremental', totalFiles: 8, totalBytes: total, sentFiles: 1, sentBytes: 23, skippedFiles: 7 });
     expect(second.release).not.toBe(first.release);
-    expect(await uploaded(mark)).toEqual([sha('body { color: #bada55 }')]);
+    expect(await uploaded(mark)).toEqual([sha256('body { color: #bada55 }')]);
     expect(await live('docs')).toEqual(await contents(root));
 
     mark = proxy.seen.length;
@@ -170,7 +170,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     // Every place the user's own token has (DEPLOY_SESSIONS_MAX, 8) held, as pipelines cut off in flight leave them.
     const held: string[] = [];
     for (let i = 0; ; i++) {
-      const r = await h.call('POST', '/api/v1/deploys', { token, json: { project: `held-${i}`, files: [{ path: 'a.html', size: 4, digest: sha(`held${i}`) }] } });
+      const r = await h.call('POST', '/api/v1/deploys', { token, json: { project: `held-${i}`, files: [{ path: 'a.html', size: 4, digest: sha256(`held${i}`) }] } });
       if (r.status === 429) break;
       expect(r.status).toBe(201);
       held.push(r.body.id as string);
@@ -200,14 +200,14 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     await writeFile(join(root, 'index.html'), 'a preview');
     expect(await deployed([root, '--project', 'keyed', '--preview', 'pr-1'], await key('preview'))).toMatchObject({ preview: 'pr-1', mode: 'incremental', sentFiles: 1, skippedFiles: 7 });
     expect(await contents(join(h.previewsRoot, USER, 'keyed/pr-1/'))).toEqual(await contents(root));
-    expect((await live('keyed'))['index.html']).toBe(`file ${sha('by a key').slice(0, 16)}`);
+    expect((await live('keyed'))['index.html']).toBe(`file ${sha256('by a key').slice(0, 16)}`);
   });
 
   it('sends again what the server has lost by the publish (409 objects missing), then publishes', async () => {
     const root = await site('lossy', files);
     await deployed([root, '--project', 'lossy']);
     await writeFile(join(root, 'index.html'), 'changed');
-    const lost = sha(files['docs/café.css']);
+    const lost = sha256(files['docs/café.css']);
     let collected = false;
     proxy.hook = async (req) => {
       // Garbage collection, as it were, at the worst moment: once, as the manifest arrives.
@@ -232,7 +232,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       'PUT /api/v1/deploys/<id>/objects 200',
       'POST /api/v1/deploys/<id>/publish 200',
     ]);
-    expect(await uploaded(mark)).toEqual([sha('changed'), lost]);
+    expect(await uploaded(mark)).toEqual([sha256('changed'), lost]);
     expect(await live('lossy')).toEqual(await contents(root));
   });
 
@@ -371,8 +371,9 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
 
     it('reads only the files changed since the last deploy from here, and publishes a same-size edit with its time put back', async () => {
       const root = await site('quick', { 'index.html': 'quick', ...Object.fromEntries(Object.entries(pages).slice(0, 200)) });
-      // Past the racy margin (2 s), so the first deploy may trust what it stamps.
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      // Past the racy margin (2 s) since the files last changed, so the first deploy may trust what it stamps.
+      const changed = Math.max(...(await Promise.all((await readdir(root, { recursive: true })).map(async (name) => (await stat(join(root, name))).ctimeMs))));
+      await until(() => Date.now() - changed > 2_000, 'the files to be older than the racy margin');
       expect(await deployed([root, '--project', 'quick'])).toMatchObject({ mode: 'incremental', hashedFiles: 201 });
       expect(await deployed([root, '--project', 'quick'])).toMatchObject({ hashedFiles: 0, sentFiles: 0 });
 

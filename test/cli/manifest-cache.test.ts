@@ -4,11 +4,12 @@ import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestCache } from '../../src/adapters/cli/manifest-cache.js';
+import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
 
 const SERVER = 'http://sites.example:8080';
-const files = [
-  { path: 'a.html', size: 4, digest: 'a'.repeat(64) },
-  { path: 'b.html', size: 5, digest: 'b'.repeat(64) },
+const files: ManifestFile[] = [
+  { path: 'a.html', size: 4, digest: 'a'.repeat(64) as Digest },
+  { path: 'b.html', size: 5, digest: 'b'.repeat(64) as Digest },
 ];
 
 describe("the CLI's manifest cache keeps each file's stamp beside its digest", () => {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
 import { tarEntries } from './tar-entries.js';
+import { sha256 } from '../support/sha256.js';
 
 const MiB = 1024 * 1024;
 const object = (size: number, n = 0): MissingObject => ({ digest: n.toString(16).padStart(64, '0'), size, path: `f${n}` });
@@ -45,7 +45,6 @@ describe('batchObjects', () => {
 
 describe('packObjects', () => {
   let root: string;
-  const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
   const contents: Record<string, Buffer> = {
     'a.html': Buffer.from('<h1>a</h1>'),
     'empty.txt': Buffer.alloc(0),
@@ -53,7 +52,7 @@ describe('packObjects', () => {
     // Larger than a read and a gzip window, so it streams in many chunks.
     'big.bin': Buffer.from(Array.from({ length: 3 * MiB + 17 }, (_, i) => (i * 7919) % 251)),
   };
-  const objects = () => Object.entries(contents).map(([path, bytes]) => ({ digest: sha(bytes), size: bytes.length, path }));
+  const objects = () => Object.entries(contents).map(([path, bytes]) => ({ digest: sha256(bytes), size: bytes.length, path }));
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'sitedrop-batch-'));
@@ -67,7 +66,7 @@ describe('packObjects', () => {
     expect(entries.map((e) => e.path)).toEqual(objects().map((o) => o.digest));
     for (const entry of entries) {
       expect(entry).toMatchObject({ type: 'File', mode: 0o644, uname: '' });
-      expect(sha(entry.bytes)).toBe(entry.path);
+      expect(sha256(entry.bytes)).toBe(entry.path);
     }
     expect(reported.at(-1)).toBe(Object.values(contents).reduce((sum, b) => sum + b.length, 0));
   });
@@ -75,7 +74,7 @@ describe('packObjects', () => {
   it('refuses a file that changed since it was hashed, naming it', async () => {
     const changed = join(root, 'changing.txt');
     await writeFile(changed, 'before');
-    const digest = sha(Buffer.from('before'));
+    const digest = sha256(Buffer.from('before'));
     await writeFile(changed, 'after!');
     await expect(tarEntries(packObjects(root, [{ digest, size: 6, path: 'changing.txt' }]))).rejects.toThrow('changing.txt changed while it was being deployed: deploy again');
     await writeFile(changed, 'short');
@@ -87,7 +86,7 @@ describe('packObjects', () => {
   });
 
   it('refuses files removed since they were hashed, naming the first, even while later ones are read ahead', async () => {
-    const gone = (path: string) => ({ digest: sha(Buffer.from(path)), size: path.length, path });
+    const gone = (path: string) => ({ digest: sha256(Buffer.from(path)), size: path.length, path });
     const batch = [objects()[0]!, gone('gone-1.txt'), gone('gone-2.txt'), gone('gone-3.txt')];
     await expect(tarEntries(packObjects(root, batch))).rejects.toThrow('gone-1.txt was removed while it was being deployed: deploy again');
   });

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { lstat, mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
 import { hashChangedFiles, RACY_MARGIN_NS, stampOf, stampsHoldUnder } from '../../src/adapters/cli/quick-check.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
+import type { Digest } from '../../src/domain/manifest.js';
+import { sha256 } from '../support/sha256.js';
 
-const sha = (bytes: string) => createHash('sha256').update(bytes).digest('hex');
 /** A deploy started this long after the files were written: none of them is racy. */
 const LATER = Date.now() + Number(RACY_MARGIN_NS / 1_000_000n) + 60_000;
 
@@ -32,9 +32,9 @@ describe("the CLI's quick check: only files changed since the last deploy from h
     const site = await folder('unread', { 'index.html': 'home', 'a.html': 'aaaa' });
     const first = await hashChangedFiles(site, undefined, undefined, { nowMs: LATER });
     expect(first.hashed).toBe(2);
-    expect(first.files).toEqual([{ path: 'a.html', size: 4, digest: sha('aaaa') }, { path: 'index.html', size: 4, digest: sha('home') }]);
+    expect(first.files).toEqual([{ path: 'a.html', size: 4, digest: sha256('aaaa') }, { path: 'index.html', size: 4, digest: sha256('home') }]);
     // A digest no read of the file could give: if it comes back, the file was not read.
-    const remembered = { files: [{ ...first.files[0]!, digest: 'f'.repeat(64) }, first.files[1]!], stamps: first.stamps };
+    const remembered = { files: [{ ...first.files[0]!, digest: 'f'.repeat(64) as Digest }, first.files[1]!], stamps: first.stamps };
     const again = await hashChangedFiles(site, remembered, undefined, { nowMs: LATER });
     expect(again).toEqual({ files: [remembered.files[0], first.files[1]], stamps: first.stamps, hashed: 0 });
   });
@@ -53,7 +53,7 @@ describe("the CLI's quick check: only files changed since the last deploy from h
     expect((await stat(path, { bigint: true })).mtimeNs).toBe(before.mtimeNs);
     const again = await hashChangedFiles(site, first, undefined, { nowMs: LATER });
     expect(again.hashed).toBe(1);
-    expect(again.files[0]).toEqual({ path: 'a.html', size: 4, digest: sha('bbbb') });
+    expect(again.files[0]).toEqual({ path: 'a.html', size: 4, digest: sha256('bbbb') });
   });
 
   it('reads again a file replaced by another of the same size and time (a new inode)', async () => {
@@ -63,7 +63,7 @@ describe("the CLI's quick check: only files changed since the last deploy from h
     await rename(join(site.root, 'spare.txt'), join(site.root, 'a.html'));
     const now = await readSiteFolder(site.root);
     const again = await hashChangedFiles(now, first, undefined, { nowMs: LATER });
-    expect(again.files).toEqual([{ path: 'a.html', size: 4, digest: sha('cccc') }, first.files[1]]);
+    expect(again.files).toEqual([{ path: 'a.html', size: 4, digest: sha256('cccc') }, first.files[1]]);
     expect(again.hashed).toBe(1);
   });
 

@@ -8,7 +8,7 @@ import type { KeyName } from '../../src/domain/deploy-key.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployKeyStore } from '../application/fakes.js';
+import { InMemoryDeployKeyStore } from '../support/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { PG_URL } from '../support/postgres.js';
 import { deployKeyStoreContract } from './deploy-key-store.contract.js';

@@ -5,7 +5,7 @@ import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeployRecords } from '../application/fakes.js';
+import { InMemoryDeployRecords } from '../support/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { PG_URL } from '../support/postgres.js';
 

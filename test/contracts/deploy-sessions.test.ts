@@ -14,7 +14,7 @@ import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryDeploySessions } from '../application/fakes.js';
+import { InMemoryDeploySessions } from '../support/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { freshPostgresDatabase, PG_URL } from '../support/postgres.js';
 

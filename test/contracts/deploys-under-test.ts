@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { copyFile, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ReleasePreparation } from '../../src/application/ports/release-preparation.js';
 import type { ReleaseRules } from '../../src/application/ports/release-rules.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
@@ -10,9 +10,10 @@ import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { bytes, InMemoryDeploys, pathOf } from '../application/fakes.js';
+import { bytes, InMemoryDeploys, pathOf } from '../support/fakes.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
+import { sha256 } from '../support/sha256.js';
 
 /**
  * Staging, the release store and session objects over one DEPLOYS_ROOT, as a use case
@@ -21,6 +22,8 @@ import { file, tgz } from '../support/tar-builder.js';
  */
 export interface DeploysUnderTest {
   readonly staging: Staging;
+  /** The same staging's releases built ahead of a publish. */
+  readonly preparation: ReleasePreparation;
   readonly store: ReleaseStore;
   readonly objects: SessionObjects;
   readonly rules: ReleaseRules;
@@ -61,6 +64,7 @@ export async function fakeDeploys(): Promise<DeploysUnderTest> {
   const disk = new InMemoryDeploys();
   return {
     staging: disk.staging,
+    preparation: disk.staging,
     store: disk.store,
     objects: disk.objects,
     rules: disk.rules,
@@ -103,6 +107,7 @@ export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
   const real = await realDeploys('sitedrop-contract-');
   return {
     staging: real.staging,
+    preparation: real.staging,
     store: real.store,
     objects: real.objects,
     rules: real.rules,
@@ -138,7 +143,7 @@ export const R1 = '20261123T120000' as ReleaseId;
 export const R2 = '20261123T130000' as ReleaseId;
 export const LIMITS = { maxFiles: 100, maxBytes: 1_000_000 };
 export const going = (): AbortSignal => new AbortController().signal;
-export const digestOf = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
+export const digestOf = sha256;
 /** A manifest's objects, digest to size, of these contents. */
 export const objectsOf = (...contents: string[]): Map<Digest, number> => new Map(contents.map((c) => [digestOf(c), Buffer.byteLength(c)]));
 /** What a session's batches may hold, as the session keeps it: these objects at these sizes. */

@@ -8,7 +8,7 @@ import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
-import { InMemoryPreviewLinks } from '../application/fakes.js';
+import { InMemoryPreviewLinks } from '../support/fakes.js';
 
 const ann = 'ann' as Username;
 const site = 'site' as ProjectName;

@@ -30,13 +30,14 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
 
     it('gives up a stalled upload with DeployAborted as soon as the signal fires, leaving nothing', over(open, async (d) => {
       const archive = d.archive(['never finished']);
+      const stop = new AbortController();
+      // Given up once the upload has stalled: everything sent, the rest never coming.
       async function* stalled(): AsyncGenerator<Uint8Array> {
         yield* archive;
+        stop.abort();
         await new Promise(() => undefined);
       }
-      const stop = new AbortController();
       const staging = d.staging.stage(alice, stalled(), LIMITS, stop.signal);
-      setTimeout(() => stop.abort(), 50);
       await expect(staging).rejects.toBeInstanceOf(DeployAborted);
       expect(await d.leftovers()).toEqual([]);
     }));
@@ -92,11 +93,11 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
     it("a prepared release is finished by assemble with what was uploaded since, the store's files and empty ones kept", over(open, async (d) => {
       await release(d, alice, docs, R1, ['stored']);
       const manifest = packed(manifestOf('stored', 'sent', '', 'sent'));
-      d.staging.prepare(alice, SESSION, manifest, [digestOf('sent')]);
-      expect(d.staging.preparedSessions()).toEqual([SESSION]);
+      d.preparation.prepare(alice, SESSION, manifest, [digestOf('sent')]);
+      expect(d.preparation.preparedSessions()).toEqual([SESSION]);
       expect(await d.objects.receive(alice, SESSION, d.batch([[digestOf('sent'), 'sent']]), expecting(objectsOf('sent')), going())).toBe(1);
       const staged = await d.staging.assemble(alice, SESSION, manifest);
-      expect(d.staging.preparedSessions()).toEqual([]);
+      expect(d.preparation.preparedSessions()).toEqual([]);
       expect(staged).toMatchObject({ files: 4, bytes: 14 });
       await d.store.commit(staged, alice, docs, R2);
       expect(await d.served(alice, docs, R2)).toEqual(['stored', 'sent', '', 'sent']);
@@ -107,7 +108,7 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       await release(d, alice, docs, R1, ['stored']);
       // Told nothing was missing, as when the store lost an object after the session opened.
       const manifest = packed(manifestOf('stored', 'absent'));
-      d.staging.prepare(alice, SESSION, manifest, []);
+      d.preparation.prepare(alice, SESSION, manifest, []);
       const assembling = d.staging.assemble(alice, SESSION, manifest);
       await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
       await expect(assembling).rejects.toMatchObject({ digests: [digestOf('absent')] });
@@ -122,7 +123,7 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
     it('a prepared object the store had but the session was told was missing is linked all the same', over(open, async (d) => {
       await release(d, alice, docs, R1, ['stored', 'also stored']);
       const manifest = packed(manifestOf('stored', 'also stored'));
-      d.staging.prepare(alice, SESSION, manifest, [digestOf('also stored')]);
+      d.preparation.prepare(alice, SESSION, manifest, [digestOf('also stored')]);
       const staged = await d.staging.assemble(alice, SESSION, manifest);
       await d.store.commit(staged, alice, docs, R2);
       expect(await d.served(alice, docs, R2)).toEqual(['stored', 'also stored']);
@@ -131,11 +132,11 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
     it('forgetPrepared throws away what was prepared, leaving nothing; a later assemble builds the whole release', over(open, async (d) => {
       await release(d, alice, docs, R1, ['stored']);
       const manifest = packed(manifestOf('stored', ''));
-      d.staging.prepare(alice, SESSION, manifest, []);
-      await d.staging.forgetPrepared(SESSION);
-      expect(d.staging.preparedSessions()).toEqual([]);
+      d.preparation.prepare(alice, SESSION, manifest, []);
+      await d.preparation.forgetPrepared(SESSION);
+      expect(d.preparation.preparedSessions()).toEqual([]);
       expect(await d.leftovers()).toEqual([]);
-      await d.staging.forgetPrepared(SESSION);
+      await d.preparation.forgetPrepared(SESSION);
       const staged = await d.staging.assemble(alice, SESSION, manifest);
       await d.store.commit(staged, alice, docs, R2);
       expect(await d.served(alice, docs, R2)).toEqual(['stored', '']);
@@ -146,23 +147,23 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       await release(d, bob, docs, R1, ['stored']);
       const manifest = packed(manifestOf('stored'));
       const bobs = 'b'.repeat(32);
-      d.staging.prepare(alice, SESSION, manifest, []);
-      d.staging.prepare(bob, bobs, manifest, []);
-      await d.staging.forgetPreparedFor(alice);
-      expect(d.staging.preparedSessions()).toEqual([bobs]);
-      await d.staging.forgetPrepared(bobs);
+      d.preparation.prepare(alice, SESSION, manifest, []);
+      d.preparation.prepare(bob, bobs, manifest, []);
+      await d.preparation.forgetPreparedFor(alice);
+      expect(d.preparation.preparedSessions()).toEqual([bobs]);
+      await d.preparation.forgetPrepared(bobs);
       expect(await d.leftovers()).toEqual([]);
     }));
 
     it("a release prepared for one user never takes another's store, nor serves another user's assemble", over(open, async (d) => {
       await release(d, bob, docs, R1, ['bob only']);
       const manifest = packed(manifestOf('bob only'));
-      d.staging.prepare(alice, SESSION, manifest, []);
+      d.preparation.prepare(alice, SESSION, manifest, []);
       await expect(d.staging.assemble(alice, SESSION, manifest)).rejects.toBeInstanceOf(ObjectsMissing);
       // Prepared for bob (his store has it), assembled as alice (hers has not): refused.
-      d.staging.prepare(bob, SESSION, manifest, []);
+      d.preparation.prepare(bob, SESSION, manifest, []);
       await expect(d.staging.assemble(alice, SESSION, manifest)).rejects.toBeInstanceOf(ObjectsMissing);
-      d.staging.prepare(alice, SESSION, manifest, []);
+      d.preparation.prepare(alice, SESSION, manifest, []);
       const staged = await d.staging.assemble(bob, SESSION, manifest);
       await d.store.commit(staged, bob, blog, R2);
       expect(await d.served(bob, blog, R2)).toEqual(['bob only']);
@@ -189,13 +190,13 @@ export function stagingContract(name: string, open: () => Promise<DeploysUnderTe
       await release(d, alice, docs, R1, ['shared']);
       await release(d, alice, blog, R1, ['shared']);
       const manifest = packed(manifestOf('shared'));
-      d.staging.prepare(alice, SESSION, manifest, []);
+      d.preparation.prepare(alice, SESSION, manifest, []);
       await d.store.removeRelease(alice, docs, R1);
       await d.leftovers();
       const assembling = d.staging.assemble(alice, SESSION, manifest, { project: docs });
       await expect(assembling).rejects.toBeInstanceOf(ObjectsMissing);
       await expect(assembling).rejects.toMatchObject({ digests: [digestOf('shared')] });
-      expect(d.staging.preparedSessions()).toEqual([]);
+      expect(d.preparation.preparedSessions()).toEqual([]);
       expect(await d.leftovers()).toEqual([]);
     }));
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/adapters/db/database.js';
 import { KyselyTokenStore } from '../../src/adapters/db/kysely-token-store.js';
-import { InMemoryTokenStore } from '../application/fakes.js';
+import { InMemoryTokenStore } from '../support/fakes.js';
 import { PG_URL, freshPostgresDatabase } from '../support/postgres.js';
 import { tokenStoreContract } from './token-store.contract.js';
 import type { Token } from '../../src/domain/token.js';

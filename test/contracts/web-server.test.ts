@@ -1,5 +1,5 @@
 import { NginxWebServer } from '../../src/adapters/webserver/nginx/nginx-web-server.js';
-import { InMemoryWebServer } from '../application/fakes.js';
+import { InMemoryWebServer } from '../support/fakes.js';
 import { webServerContract } from './web-server.contract.js';
 
 webServerContract('in-memory fake', async () => ({ server: new InMemoryWebServer(), close: async () => undefined }));

@@ -325,13 +325,12 @@ describe('one entry, every check in order (checkEntry)', () => {
 });
 
 describe('the directories an assembly makes (ImpliedDirectories)', () => {
-  it('names each parent once, parents first, and counts them', () => {
+  it('names each parent once, parents first', () => {
     const dirs = new ImpliedDirectories();
     expect(dirs.missingParents('index.html')).toEqual([]);
     expect(dirs.missingParents('a/b/c/x.html')).toEqual(['a', 'a/b', 'a/b/c']);
     expect(dirs.missingParents('a/b/y.html')).toEqual([]);
     expect(dirs.missingParents('a/d/e/z.html')).toEqual(['a/d', 'a/d/e']);
-    expect(dirs.count).toBe(5);
   });
 
   it('agrees with the archive ledger on every list of file paths', () => {
@@ -342,7 +341,6 @@ describe('the directories an assembly makes (ImpliedDirectories)', () => {
         const ledger = new ArchiveLedger({ maxFiles: 1000, maxBytes: 1000 });
         const dirs = new ImpliedDirectories();
         for (const path of files) expect(dirs.missingParents(path)).toEqual(ledger.admit('file', path, 0));
-        expect(dirs.count + files.length).toBe(ledger.entries);
       }),
     );
   });

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
-import { applyManifestDifference, EMPTY_DIGEST, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { applyManifestDifference, EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { byPathBytes, manifestDifference, manifestDigest } from '../../src/domain/manifest-digest.js';
+import { sha256 } from '../support/sha256.js';
 
 const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex') as Digest;
 const entry = (path: string, body: string): ManifestFile => ({ path, size: Buffer.byteLength(body), digest: body === '' ? EMPTY_DIGEST : sha256(body) });
 const base = [entry('index.html', 'home'), entry('a/one.html', 'one'), entry('a/two.html', 'two'), entry('empty.txt', '')];
 const bySorted = (files: readonly ManifestFile[]) => [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -21,7 +20,7 @@ const sites = fc.uniqueArray(fc.tuple(fc.stringMatching(/^[a-c]$/), fc.stringMat
 describe('a manifest digest', () => {
   it('is SHA-256 of "<digest> <size> <path>\\n" lines sorted by UTF-8 bytes, whatever order the entries come in', () => {
     const lines = [...base].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path))).map((f) => `${f.digest} ${f.size} ${f.path}\n`).join('');
-    expect(manifestDigest(base)).toBe(createHash('sha256').update(lines).digest('hex'));
+    expect(manifestDigest(base)).toBe(sha256(lines));
     expect(manifestDigest([...base].reverse())).toBe(manifestDigest(base));
     expect(manifestDigest(base.slice(1))).not.toBe(manifestDigest(base));
     expect(manifestDigest([{ ...base[0]!, size: 5 }, ...base.slice(1)])).not.toBe(manifestDigest(base));

@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
-import { EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges, type Digest } from '../../src/domain/manifest.js';
+import { EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges } from '../../src/domain/manifest.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
+import { sha256 } from '../support/sha256.js';
 
 const limits = { maxFiles: 1000, maxBytes: 1_000_000 };
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex') as Digest;
 const segment = fc.stringMatching(/^[a-z0-9_-]{1,8}$/);
 
 describe('a manifest', () => {

@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIGEST, manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import { digestSlot, PackedManifest } from '../../src/domain/packed-manifest.js';
+import { sha256 } from '../support/sha256.js';
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex') as Digest;
 
 /** Manifests as a checked one can be: distinct paths of any script, empty files, contents shared, sizes past 4 GiB. */
 const manifests = fc

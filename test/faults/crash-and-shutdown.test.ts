@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChildFleet, createUserAt, deployTo as deploy, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 
 const ADMIN = 'crash-admin-token-0123456789abcdefghijk';
 const fleet = new ChildFleet({ ADMIN_TOKEN: ADMIN, REPLICA_ID: 'r1' }, 'sitedrop-crash-');
@@ -133,8 +134,7 @@ describe('crashes (SIGKILL) and shutdowns (SIGTERM) of the real service', () => 
     const upload = slowUpload(child.url, token, 'site', archive, Math.floor(archive.length / 2));
     await until(async () => (await readdir(join(dataDir, 'deploys/.staging'))).length === 1, 'a staging area');
     child.process.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 200));
-    await expect(fetch(`${child.url}/api/v1/status`)).rejects.toThrow();
+    await until(() => fetch(`${child.url}/api/v1/status`).then(() => false, () => true), 'the service to stop taking connections');
     upload.finish();
     const r = await upload.response;
     expect(r.status).toBe(200);

@@ -1,12 +1,11 @@
 import { chmod } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NGINX, startNginx, type RunningNginx } from '../support/nginx.js';
+import { startNginx, type RunningNginx } from '../support/nginx.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 
-if (!NGINX) console.warn('SKIPPED previews behind nginx: nginx is not installed here (.ci/run installs nginx-light)');
 
-describe.skipIf(!NGINX)("previews behind a real nginx, with docs/nginx.md's server block", () => {
+describe('previews behind a real nginx running the generated configuration', () => {
   let h: Harness;
   let nginx: RunningNginx;
   let token: string;

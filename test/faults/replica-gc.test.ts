@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUserAt, deployTo } from '../support/child-service.js';
 import { PG_URL } from '../support/postgres.js';
 import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
-import { until } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { digestsOf, liveReleaseOf, missingObjects, overlappingArchive, overlappingReleases, storeCollected, storeOf } from '../support/store.js';
 
 const KEEP = 2;

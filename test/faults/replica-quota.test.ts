@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Child } from '../support/child-service.js';
 import { PG_URL } from '../support/postgres.js';
 import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = REPLICA_ADMIN;

@@ -6,7 +6,7 @@ import { deployTo as deploy, type Child } from '../support/child-service.js';
 import { PG_URL } from '../support/postgres.js';
 import { REPLICA_ADMIN, startReplicaPair, type ReplicaPair } from '../support/replica-pair.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { until } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 
 const ADMIN = REPLICA_ADMIN;
 

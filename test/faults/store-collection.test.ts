@@ -11,12 +11,12 @@ import {
   overlappingArchive,
   overlappingReleases,
   overlappingSite,
-  sha256,
   siteArchive,
   storeCollected,
   storeOf,
   unlinkedObjects,
 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 
 const ADMIN = 'store-gc-admin-token-0123456789abcdefgh';
 const ORPHANS = 2000;

@@ -2,7 +2,7 @@ import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PinoLogger } from '../../src/adapters/log/logger.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
-import { sha256 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 

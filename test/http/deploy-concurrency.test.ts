@@ -12,6 +12,7 @@ import { PublishRelease } from '../../src/application/publish-release.js';
 import { PruneReleases } from '../../src/application/prune-releases.js';
 import type { StagedRelease } from '../../src/application/ports/staging.js';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
+import type { UseCases } from '../../src/adapters/http/http-deps.js';
 import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
 import { DeployTracker } from '../../src/adapters/http/deploy-tracker.js';
 import { ServiceMetrics } from '../../src/adapters/http/metrics.js';
@@ -21,11 +22,12 @@ import { SilentLogger } from '../../src/adapters/log/logger.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../application/fakes.js';
+import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryStaging, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { slowBatch, slowUpload, steadyUpload, until, type SlowUpload } from '../support/slow-upload.js';
-import { sha256 } from '../support/store.js';
+import { slowBatch, slowUpload, steadyUpload, type SlowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'flood-admin-token-0123456789abcdefghijk';
@@ -90,6 +92,11 @@ afterAll(async () => {
   }
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
+
+/** The routes' use cases, each found by its class, as the container would hand them out. */
+function useCasesOf(...instances: object[]): UseCases {
+  return ((useCase: abstract new (...args: never[]) => unknown) => instances.find((instance) => instance.constructor === useCase)) as UseCases;
+}
 
 describe('a flood of deploys, some stalled (child service, DEPLOYS_MAX_CONCURRENT=2, UPLOAD_IDLE_SECONDS=1)', () => {
   let s: Awaited<ReturnType<typeof service>>;
@@ -228,7 +235,8 @@ describe('the deploy queue (child service, DEPLOYS_MAX_CONCURRENT=1, DEPLOYS_MAX
         `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`);
       // More than the socket buffers take in: some of it is still unread when the answer goes.
       socket.write(Buffer.alloc(6 * 1024 * 1024, 97));
-      setTimeout(() => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)), 300);
+      // The rest once the answer has begun: the client was still sending when it came.
+      socket.once('data', () => socket.end(Buffer.alloc(2 * 1024 * 1024, 97)));
     });
     expect(outcome.error).toBeUndefined();
     expect(outcome.text).toMatch(/^HTTP\/1\.1 503 /);
@@ -403,8 +411,7 @@ describe('the idle and stall limits count only the time the service is asking fo
     const records = new InMemoryDeployRecords();
     const app = createApp({
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
-      authenticateDeployer: new AuthenticateDeployer(tokens, keys, new FixedClock()),
-      deploy: new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression())),
+      useCases: useCasesOf(new AuthenticateDeployer(tokens, keys, new FixedClock()), new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()), tokens, keys)),
       deploys: new DeployTracker(),
       slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
       metrics: new ServiceMetrics(),

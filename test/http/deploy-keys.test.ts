@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,9 +7,11 @@ import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js
 import { PinoLogger } from '../../src/adapters/log/logger.js';
 import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
 
 const site = (marker: string) => tgz([file('index.html', marker)]);
 const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
@@ -79,7 +81,7 @@ describe.each(SERVICE_BACKENDS)('deploy keys through the real API (%s, real dire
     const lastUsed = async (id: string) => (await keysOf('docs')).find((k) => k.id === id)?.lastUsedAt;
     const key = await makeKey('docs', { name: 'ci', scope: 'deploy' });
     const previewKey = await makeKey('docs', { name: 'pull requests', scope: 'preview' });
-    const files = [{ path: 'index.html', size: 5, digest: createHash('sha256').update('hello').digest('hex') }];
+    const files = [{ path: 'index.html', size: 5, digest: sha256('hello') }];
     const openSession = (token: string, project: string, preview?: string) => h.call('POST', '/api/v1/deploys', { token, json: { project, preview, files } });
     const owners = await openSession(owner, 'docs');
     expect(owners.status).toBe(201);

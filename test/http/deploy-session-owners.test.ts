@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/adapters/db/database.js';
 import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
 
 const MAX = 3;
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 /** A one-page site's manifest: its content is new to the store unless `text` was sent before. */
 const manifest = (text: string) => [{ path: 'index.html', size: Buffer.byteLength(text), digest: sha256(text) }];
 const NOT_FOUND = { status: 404, body: { status: 'error', error: 'deploy session not found' } };

@@ -2,7 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import {
   digestsOf,
   liveReleaseOf,
@@ -10,13 +11,13 @@ import {
   objectPath,
   overlappingSite,
   releaseDifferences,
-  sha256,
   overlappingArchive,
   storeCollected,
   storeObjects,
   storeOf,
   type Site,
 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 
 const KEEP = 2;
 const PROJECTS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];

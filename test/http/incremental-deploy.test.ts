@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -7,8 +6,9 @@ import { digestOfEntry, legacyObjectPath, objectPath } from '../../src/adapters/
 import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
-const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
 
 type Site = Record<string, Buffer>;
 
@@ -34,7 +34,7 @@ const manifest = (s: Site) => Object.entries(s).map(([path, bytes]) => ({ path, 
 
 /** A batch of objects as the protocol takes them: a .tar.gz of files named by digest. */
 function objects(s: Site, digests: readonly string[]): Buffer {
-  const byDigest = new Map(Object.values(s).map((bytes) => [sha256(bytes), bytes]));
+  const byDigest = new Map<string, Buffer>(Object.values(s).map((bytes) => [sha256(bytes), bytes]));
   return tgz(digests.map((d) => file(d, byDigest.get(d) ?? Buffer.from(`unknown ${d}`))));
 }
 
@@ -434,7 +434,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
  */
 function canonicalDigest(s: Site): string {
   const lines = Object.entries(s).map(([path, bytes]) => ({ key: Buffer.from(path, 'utf8'), line: `${sha256(bytes)} ${bytes.length} ${path}\n` }));
-  return createHash('sha256').update(lines.sort((a, b) => Buffer.compare(a.key, b.key)).map((l) => l.line).join('')).digest('hex');
+  return sha256(lines.sort((a, b) => Buffer.compare(a.key, b.key)).map((l) => l.line).join(''));
 }
 
 /** What turns site `from` into site `to`: the entries added or changed, and the paths removed. */
@@ -514,12 +514,12 @@ describe('a manifest relative to a release the server has (real server, real dir
 
   it("a base's file whose bytes the store lost is not looked for at the open (the base links it) but asked for at the publish, then published", async () => {
     const lostPath = 'docs/part-2/page-6.html';
-    const lost = createHash('sha256').update(base.site[lostPath]!).digest('hex');
+    const lost = sha256(base.site[lostPath]!);
     await rm(join(h.deploysRoot, 'rel', '.objects', objectPath(lost)));
     const v3 = { ...base.site, 'index.html': Buffer.from('v3 lost\n') };
     const opened = await relative('docs', base, v3);
     expect(opened.status, JSON.stringify(opened.body)).toBe(201);
-    expect(opened.body.missing).toEqual([createHash('sha256').update('v3 lost\n').digest('hex')]);
+    expect(opened.body.missing).toEqual([sha256('v3 lost\n')]);
     const id = String(opened.body.id);
     expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(v3, opened.body.missing as string[]) })).status).toBe(200);
     const refused = await h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
@@ -651,11 +651,7 @@ describe('an abandoned session expires and its uploads go (real server)', () => 
       const uploaded = await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(s, (opened.body.missing as string[]).slice(0, 2)) });
       expect(uploaded.status).toBe(200);
       expect(await readdir(join(h.deploysRoot, '.sessions'))).toEqual([id]);
-      const deadline = Date.now() + 10_000;
-      while ((await readdir(join(h.deploysRoot, '.sessions'))).length > 0 || (await readdir(join(h.deploysRoot, '.trash'))).length > 0) {
-        if (Date.now() > deadline) throw new Error('the session was never swept');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(async () => (await readdir(join(h.deploysRoot, '.sessions'))).length === 0 && (await readdir(join(h.deploysRoot, '.trash'))).length === 0, 'the session to be swept');
       expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
       expect((await h.call('POST', `/api/v1/deploys/${id}/publish`, { token })).status).toBe(404);
       expect(await readdir(join(h.deploysRoot, 'idle')).catch(() => [])).toEqual([]);

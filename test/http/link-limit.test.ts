@@ -2,7 +2,8 @@ import { readFile, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { objectPath, sha256, storeOf } from '../support/store.js';
+import { objectPath, storeOf } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 /** statfs(2)'s f_type of ext2, ext3 and ext4, whose inodes take at most 65,000 links (ext2/3: 32,000). */

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PinoLogger } from '../../src/adapters/log/logger.js';
-import { MAIN, NODE_FLAGS, START_ENV } from '../support/child-service.js';
+import { startChild } from '../support/child-service.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 
@@ -84,27 +83,14 @@ describe('logs: one JSON line per request and per deploy outcome, never a token'
 describe('LOG_FORMAT=pretty (the built service)', () => {
   it('writes readable lines, not JSON', async () => {
     const data = await mkdtemp(join(tmpdir(), 'sitedrop-pretty-'));
-    const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
-      env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATA_DIR: data, ADMIN_TOKEN, LOG_FORMAT: 'pretty' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = await startChild({ DATA_DIR: data, ADMIN_TOKEN, LOG_FORMAT: 'pretty' });
     try {
-      let out = '';
-      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no listening line:\n${out}`)), 15_000);
-        child.stdout.on('data', (c: Buffer) => {
-          out += c.toString();
-          if (/INFO.*: listening/.test(out)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      });
+      const out = child.output();
       expect(out).toMatch(/url: "http:\/\/127\.0\.0\.1:\d+"/);
       expect(out.split('\n')[0]).not.toMatch(/^\{/);
     } finally {
-      child.kill('SIGTERM');
+      child.process.kill('SIGTERM');
+      await child.exited;
       await rm(data, { recursive: true, force: true });
     }
   });

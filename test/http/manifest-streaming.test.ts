@@ -2,8 +2,8 @@ import { createGzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamedRequest, type StreamedRequest } from '../support/raw-http.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { until } from '../support/slow-upload.js';
-import { sha256 } from '../support/store.js';
+import { until } from '../support/until.js';
+import { sha256 } from '../support/sha256.js';
 import { snapshot } from '../support/tree.js';
 
 const entry = (path: string, size = 1) => JSON.stringify({ path, size, digest: sha256('x') });

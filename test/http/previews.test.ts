@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_BACKENDS } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
-import { until } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 

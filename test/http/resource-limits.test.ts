@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
 import { deepDirectories, doublyCompressedBomb, gzipBombOfZeros, manifestBomb, sixtyThousandEmptyFiles } from '../support/hostile-archives.js';
-import { sha256 } from '../support/store.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const ADMIN = 'limits-admin-token-0123456789abcdefghij';

@@ -2,7 +2,9 @@ import { readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/service-harness.js';
-import { objectPath, sha256, storeCollected, storeOf } from '../support/store.js';
+import { objectPath, storeCollected, storeOf } from '../support/store.js';
+import type { Digest } from '../../src/domain/manifest.js';
+import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
 
 const entry = (path: string, content: string) => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
@@ -108,8 +110,8 @@ describe('what a session is answered from, and what it holds (real server, real 
       const opened = await open({ project: 'docs', files: [entry('a.txt', first), entry('b.txt', second)] }, key);
       expect(opened.status).toBe(201);
       const manifestOrder = (await open({ project: 'docs', files: [entry('a.txt', `${first}!`), entry('b.txt', `${second}!`)] }, key)).body.missing as string[];
-      const positions = manifestOrder.map((digest) => [sha256(`${first}!`), sha256(`${second}!`)].indexOf(digest));
-      expect((opened.body.missing as string[]).map((digest) => [sha256(first), sha256(second)].indexOf(digest))).toEqual(positions);
+      const positions = manifestOrder.map((digest) => [sha256(`${first}!`), sha256(`${second}!`)].indexOf(digest as Digest));
+      expect((opened.body.missing as string[]).map((digest) => [sha256(first), sha256(second)].indexOf(digest as Digest))).toEqual(positions);
     }
   });
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harn
 import { file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { fileDigests, storeCollected } from '../support/store.js';
 import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
 
 /** What `du -sb` counts under `root`: apparent sizes (a directory's too), each inode once. */
 async function diskBytes(root: string): Promise<number> {
@@ -118,7 +119,7 @@ describe('releases made of shared files (real server, real directories)', () => 
     for (const id of (await readdir(join(user(), 'docs')))) {
       for (const digest of Object.values(await fileDigests(release(id)))) linked.add(digest);
     }
-    linked.delete(createHash('sha256').update('').digest('hex'));
+    linked.delete(sha256(''));
     expect(objects).toBe(linked.size);
   });
 

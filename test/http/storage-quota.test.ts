@@ -3,7 +3,8 @@ import { mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { lstat, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asideOf, digestOfEntry, isAsideShard, isLegacyName, legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
+import { sha256 } from '../support/sha256.js';
+import { until } from '../support/until.js';
 
-const sha256 = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
 
 type Site = Record<string, Buffer>;
 
@@ -53,17 +53,8 @@ async function releaseFiles(project: string): Promise<Record<string, string>> {
   return out;
 }
 
-/**
- * Waits until `done` holds (work the service does in the background after it listens);
- * a look that fails (a shard set aside between listing the store and listing it) is a no.
- */
-async function eventually(done: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await done().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Waits until `done` holds: work the service does in the background after it listens. */
+const eventually = (done: () => Promise<boolean>, what: string): Promise<void> => until(done, what, 20_000);
 
 describe('objects are stored under base32 names (real server, real directories)', () => {
   let h: Harness;
@@ -85,7 +76,7 @@ describe('objects are stored under base32 names (real server, real directories)'
     expect(opened.status).toBe(201);
     const missing = opened.body.missing as string[];
     expect(missing.length).toBe(13);
-    const byDigest = new Map(Object.values(v2).map((bytes) => [sha256(bytes), bytes]));
+    const byDigest = new Map<string, Buffer>(Object.values(v2).map((bytes) => [sha256(bytes), bytes]));
     const batch = tgz(missing.map((digest) => file(digest, byDigest.get(digest)!)));
     expect((await h.call('PUT', `/api/v1/deploys/${String(opened.body.id)}/objects`, { token, body: batch })).status).toBe(200);
     expect((await h.call('POST', `/api/v1/deploys/${String(opened.body.id)}/publish`, { token })).status).toBe(200);

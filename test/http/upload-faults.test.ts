@@ -5,7 +5,8 @@ import { request } from 'node:http';
 import { multipart, rawRequest } from '../support/raw-http.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
-import { slowUpload, until } from '../support/slow-upload.js';
+import { slowUpload } from '../support/slow-upload.js';
+import { until } from '../support/until.js';
 
 describe('uploads that go wrong (real server, real directories)', () => {
   let h: Harness;
@@ -91,8 +92,10 @@ describe('uploads that go wrong (real server, real directories)', () => {
       req.on('response', (res) => {
         status = res.statusCode ?? 0;
         res.resume();
-        // The answer is in; a slow uploader only now sends the rest of its body.
-        setTimeout(() => req.end(body.subarray(64 * 1024), () => setTimeout(() => resolve({ status, writeError }), 100)), 100);
+        // The answer is in; a slow uploader only now sends the rest of its body, and is
+        // done once its connection closes (an error writing it would have come first).
+        req.once('close', () => resolve({ status, writeError }));
+        req.end(body.subarray(64 * 1024));
       });
       req.write(body.subarray(0, 64 * 1024));
     });

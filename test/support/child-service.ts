@@ -1,16 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnService, whenListening } from '../../scripts/service-process.mjs';
 
-export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
-
-const START: string[] = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
-/** The node flags and environment `npm start` sets, so tests run the service exactly as it is run. */
-export const NODE_FLAGS: string[] = START.filter((word) => word.startsWith('--'));
-export const START_ENV: Record<string, string> = Object.fromEntries(START.filter((word) => /^[A-Z_][A-Z0-9_]*=/.test(word)).map((word) => word.split('=') as [string, string]));
+export { MAIN, NODE_FLAGS, START_ENV } from '../../scripts/service-process.mjs';
 
 export interface Child {
   readonly process: ChildProcess;
@@ -20,33 +14,21 @@ export interface Child {
   exited: Promise<number | string>;
 }
 
-/** Starts the built service (what `npm start` runs) and waits for its "listening" line. */
+/** Starts the built service (what `npm start` runs) and waits for its "listening" line (JSON, or text with LOG_FORMAT=pretty). */
 export async function startChild(env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', PRECOMPRESS: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnService({ PRECOMPRESS: 'off', ...env });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${out}`)), 15_000);
-    const check = () => {
-      const match = /"url":"([^"]+)"[^\n]*"msg":"listening"/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        child.stdout.off('data', check);
-        resolve(match[1]!);
-      }
-    };
-    child.stdout.on('data', check);
-    void exited.then((code) => reject(new Error(`service exited (${code}) before listening:\n${out}`)));
-  });
+  const url = await whenListening(child, { output: () => out });
   return { process: child, url, output: () => out, exited };
 }
 
 /** Runs the service expecting it to refuse to start; returns its exit code and output. */
 export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', PRECOMPRESS: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnService({ PRECOMPRESS: 'off', ...env });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));

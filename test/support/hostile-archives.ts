@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { createGzip } from 'node:zlib';
 import { dir, file, pax, tar, tgz, type RawEntry } from './tar-builder.js';
 import { gzipSync } from 'node:zlib';
+import { sha256 } from './sha256.js';
 
 /**
  * Every archive shape the hardening issue names, built in code (no binary blobs).
@@ -135,7 +135,7 @@ export function paxFlood(count: number): Buffer {
  */
 export function manifestBomb(): Buffer {
   const under = `${'a'.repeat(250)}/${'b'.repeat(250)}/${'c'.repeat(232)}`;
-  const digest = createHash('sha256').update('x').digest('hex');
+  const digest = sha256('x');
   const files = Array.from({ length: 50_000 }, (_, i) => ({ path: `${under}-${String(i).padStart(5, '0')}.html`, size: 1, digest }));
   return gzipSync(JSON.stringify({ project: 'bomb', files }));
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/adapters/config/config.js';
 import { writeWebServerConfig } from '../../src/adapters/webserver/webserver-config.js';
-import { until } from './slow-upload.js';
+import { until } from './until.js';
 
 function nginxBinary(): string | undefined {
   try {

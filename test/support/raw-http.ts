@@ -81,14 +81,4 @@ export function streamedRequest(url: string, options: { method?: string; path: s
   return { req, reply, answered: () => answered, continued: () => continued };
 }
 
-export function multipart(boundary: string, parts: { name: string; filename?: string; body: Buffer | string }[], close = true): Buffer {
-  const out: Buffer[] = [];
-  for (const part of parts) {
-    const disposition = `form-data; name="${part.name}"${part.filename ? `; filename="${part.filename}"` : ''}`;
-    out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${part.filename ? 'Content-Type: application/gzip\r\n' : ''}\r\n`));
-    out.push(Buffer.from(part.body));
-    out.push(Buffer.from('\r\n'));
-  }
-  if (close) out.push(Buffer.from(`--${boundary}--\r\n`));
-  return Buffer.concat(out);
-}
+export { multipart } from '../../src/adapters/cli/multipart.js';

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/adapters/config/config.js';
 import { SilentLogger, type Logger } from '../../src/adapters/log/logger.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { snapshot } from './tree.js';
+import { until } from './until.js';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 
@@ -57,13 +58,7 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     return { status: response.status, body: text === '' ? {} : json ? JSON.parse(text) : { text }, headers: response.headers };
   };
 
-  const trashEmptied = async (): Promise<void> => {
-    const deadline = Date.now() + 20_000;
-    while ((await readdir(join(config.deploysRoot, '.trash'))).length > 0) {
-      if (Date.now() > deadline) throw new Error('the trash was not emptied');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  };
+  const trashEmptied = (): Promise<void> => until(async () => (await readdir(join(config.deploysRoot, '.trash'))).length === 0, 'the trash to be emptied', 20_000);
 
   return {
     url: service.url,

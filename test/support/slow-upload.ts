@@ -82,11 +82,3 @@ export function steadyUpload(url: string, token: string, project: string, archiv
   req.flushHeaders();
   return { req, response, sent: () => at / body.length };
 }
-
-export async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { lstat, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { digestOfEntry, objectPath as objectPathInStore } from '../../src/adapters/fs/store/object-names.js';
 import { file, tgz } from './tar-builder.js';
+import { sha256 } from './sha256.js';
 
 /**
  * Helpers for tests of the per-user store of shared files (docs/content-store.md):
@@ -10,7 +11,6 @@ import { file, tgz } from './tar-builder.js';
  * SHA-256 digest, whose link count is its reference count.
  */
 
-export const sha256 = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
 export const EMPTY_DIGEST = sha256('');
 
 export const storeOf = (deploysRoot: string, user: string): string => join(deploysRoot, user, '.objects');

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { sha256 } from './sha256.js';
 
 /** Every path below `root` with what it is: a file's hash and mode, a link's target. */
 export async function snapshot(root: string): Promise<Record<string, string>> {
@@ -23,7 +23,7 @@ export async function snapshot(root: string): Promise<Record<string, string>> {
         out[key] = `dir ${(info.mode & 0o7777).toString(8)}`;
         await walk(path);
       } else if (info.isFile()) {
-        out[key] = `file ${(info.mode & 0o7777).toString(8)} ${createHash('sha256').update(await readFile(path)).digest('hex').slice(0, 16)}`;
+        out[key] = `file ${(info.mode & 0o7777).toString(8)} ${sha256(await readFile(path)).slice(0, 16)}`;
       } else out[key] = 'special';
     }
   }

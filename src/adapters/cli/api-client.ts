@@ -4,7 +4,9 @@ import { request as requestTls } from 'node:https';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { ManifestFile } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import type { KeyAnswer, KeysAnswer, LiveAnswer, NewKey, PreviewsAnswer, ProjectsAnswer, ReleasesAnswer, TokenAnswer, UsersAnswer } from './api-answers.js';
+import { formContentType, newBoundary, streamedForm } from './multipart.js';
 
 /** The server answered with an error: its message is printed and the exit code is 1. */
 export class ServerError extends Error {
@@ -63,21 +65,17 @@ export class ApiClient {
     return createHash('sha256').update(this.token ?? '').digest('hex');
   }
 
-  async call(method: string, path: string, body?: Json): Promise<Json> {
+  private async call(method: string, path: string, body?: Json): Promise<Json> {
     const reply = await this.fetch(method, path, body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
     return ApiClient.answer(reply, { statusOk: true });
   }
 
   /** Streams a multipart deploy (chunked: the archive's size is not known while it is packed). */
   async deploy(target: DeployTarget, archive: Readable, onBytes: (sent: number) => void): Promise<Json> {
-    const boundary = `sitedrop${Math.random().toString(16).slice(2)}`;
-    const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const boundary = newBoundary();
+    const fields = [{ name: 'project', body: target.project }, ...(target.preview === undefined ? [] : [{ name: 'preview', body: target.preview }])];
     // The names before the file: the server judges them before it unpacks a byte.
-    const head = Buffer.from(
-      field('project', target.project) +
-        (target.preview === undefined ? '' : field('preview', target.preview)) +
-        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="site.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n`,
-    );
+    const { head, tail } = streamedForm(boundary, fields, { name: 'file', filename: 'site.tar.gz' });
     async function* form(): AsyncGenerator<Buffer> {
       yield head;
       let sent = 0;
@@ -85,10 +83,64 @@ export class ApiClient {
         onBytes((sent += chunk.length));
         yield chunk;
       }
-      yield Buffer.from(`\r\n--${boundary}--\r\n`);
+      yield tail;
     }
-    const reply = await this.stream('POST', '/api/v1/deploy', `multipart/form-data; boundary=${boundary}`, Readable.from(form(), { objectMode: false }));
+    const reply = await this.stream('POST', '/api/v1/deploy', formContentType(boundary), Readable.from(form(), { objectMode: false }));
     return ApiClient.answer(reply, { statusOk: true });
+  }
+
+  projects(): Promise<ProjectsAnswer> {
+    return this.call('GET', '/api/v1/projects') as Promise<ProjectsAnswer>;
+  }
+
+  releases(project: string): Promise<ReleasesAnswer> {
+    return this.call('GET', `${ApiClient.project(project)}/releases`) as Promise<ReleasesAnswer>;
+  }
+
+  /** Without `release`, the one before the live one. */
+  rollback(project: string, release: string | undefined): Promise<LiveAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/rollback`, release ? { release } : undefined) as Promise<LiveAnswer>;
+  }
+
+  previews(project: string): Promise<PreviewsAnswer> {
+    return this.call('GET', `${ApiClient.project(project)}/previews`) as Promise<PreviewsAnswer>;
+  }
+
+  promote(project: string, preview: string): Promise<LiveAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/previews/${encodeURIComponent(preview)}/promote`) as Promise<LiveAnswer>;
+  }
+
+  async deletePreview(project: string, preview: string): Promise<void> {
+    await this.call('DELETE', `${ApiClient.project(project)}/previews/${encodeURIComponent(preview)}`);
+  }
+
+  async deleteProject(project: string): Promise<void> {
+    await this.call('DELETE', ApiClient.project(project));
+  }
+
+  createKey(project: string, key: NewKey): Promise<KeyAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/keys`, { ...key }) as Promise<KeyAnswer>;
+  }
+
+  keys(project: string): Promise<KeysAnswer> {
+    return this.call('GET', `${ApiClient.project(project)}/keys`) as Promise<KeysAnswer>;
+  }
+
+  async revokeKey(project: string, id: string): Promise<void> {
+    await this.call('DELETE', `${ApiClient.project(project)}/keys/${encodeURIComponent(id)}`);
+  }
+
+  /** Creates the user, or rerolls the token of one that exists: the server does whichever applies. */
+  issueToken(username: string): Promise<TokenAnswer> {
+    return this.call('POST', '/api/v1/auth', { username }) as Promise<TokenAnswer>;
+  }
+
+  async deleteUser(username: string, files: 'delete' | 'persist'): Promise<void> {
+    await this.call('DELETE', '/api/v1/auth', { username, files });
+  }
+
+  users(): Promise<UsersAnswer> {
+    return this.call('GET', '/api/v1/users') as Promise<UsersAnswer>;
   }
 
   /** Opens an incremental deploy: the manifest, gzip-compressed (40,000 paths are megabytes of JSON). */
@@ -112,6 +164,10 @@ export class ApiClient {
 
   async deleteDeploy(id: string): Promise<void> {
     ApiClient.answer(await this.fetch('DELETE', ApiClient.session(id), {}));
+  }
+
+  private static project(name: string): string {
+    return `/api/v1/projects/${encodeURIComponent(name)}`;
   }
 
   private static session(id: string): string {
@@ -138,7 +194,7 @@ export class ApiClient {
 
   /**
    * One request and its answer, over node:http rather than fetch: the first fetch of a
-   * process loads undici, 35 ms of every deploy on this machine (a request: 3 ms). A
+   * process loads undici, which costs a deploy more than its requests (docs/performance.md). A
    * connection silent for IDLE_MS either way is given up, as fetch's would have been; a
    * redirect is reported, not followed (the address to use is the one it names).
    */

@@ -51,8 +51,8 @@ const READ_NEW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOC
  * chunk is a view of `buffer`, overwritten by the next. Returns the bytes read: a file
  * that changes meanwhile is described as read; past `limit` bytes the rest is not read.
  * Synchronous on purpose: over thousands of
- * small files, four thread-pool round trips per file (open, fstat, read, close) cost three
- * times the reading (measured: 40,000 files, 2.6-3.4 s against 0.9-1.1 s).
+ * small files, four thread-pool round trips per file (open, fstat, read, close) cost more
+ * than the reading (docs/performance.md).
  */
 export function readFileSyncInto(root: string, path: string, buffer: Buffer, take: (chunk: Buffer) => void, limit = Infinity): number {
   let fd: number;

@@ -2,10 +2,10 @@ import { readdirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { linkRefused, notRegular } from './file-chunks.js';
-import { CHUNK_BYTES, hashFile, hashOnThreads, hashThreadCount, type ManifestFile } from './hash-threads.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import { CHUNK_BYTES, hashFile, hashOnThreads, hashThreadCount } from './hash-threads.js';
 import { UsageError } from './usage-error.js';
 
-export type { ManifestFile } from './hash-threads.js';
 
 export interface SiteFolder {
   readonly root: string;
@@ -62,14 +62,9 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
 const SLICE_MS = 20;
 /**
  * Below this many files, starting threads costs more than it saves: each loads the whole
- * CLI (50-60 ms; ready to hash after about 90), while this thread hashes a just-built
- * file, in the page cache, in about 10-20 µs plus its bytes at some 500 MB/s. Measured on
- * two cores (docs/performance.md, the CLI's hashing threshold): one thread hashes 2,000 docs pages in 29
- * ms against 59-66 on two, the 5,000-file reference site in 83 against 111-116, 16,000
- * pages in 147 against 162-166; two threads win from about 20,000 (40,000 pages: 274
- * against 324). Four cores were not measured: by the same figures (9 µs a page on one
- * thread) four would win from about 13,000, and one thread costs at most some 45 ms
- * between the two.
+ * CLI before it hashes, while this thread hashes a small cached file in microseconds; on
+ * two cores two threads win from about 20,000 files (docs/performance.md, the CLI's
+ * hashing threshold).
  */
 const THREADED_FROM = 20_000;
 

@@ -3,15 +3,10 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { Digest, ManifestFile } from '../../domain/manifest.js';
 import { readFileSyncInto } from './file-chunks.js';
 import { UsageError } from './usage-error.js';
 
-/** One file of a site as the protocol's manifest lists it: where, how big, SHA-256 of its bytes. */
-export interface ManifestFile {
-  readonly path: string;
-  readonly size: number;
-  readonly digest: string;
-}
 
 /** A file is read in pieces of this: one read for nearly every page of a site. */
 export const CHUNK_BYTES = 1024 * 1024;
@@ -27,7 +22,7 @@ const ROLE = 'sitedrop-hash-thread';
 export function hashFile(root: string, path: string, buffer: Buffer): ManifestFile {
   const hash = createHash('sha256');
   const size = readFileSyncInto(root, path, buffer, (chunk) => hash.update(chunk));
-  return { path, size, digest: hash.digest('hex') };
+  return { path, size, digest: hash.digest('hex') as Digest };
 }
 
 type Answer = { readonly files: ManifestFile[] } | { readonly usage: string } | { readonly failure: string };

@@ -1,6 +1,7 @@
 import { manifestDifference, manifestDigest } from '../../domain/manifest-digest.js';
 import { ServerError, type ApiClient, type DeploySession, type DeployTarget, type Json, type ManifestBody } from './api-client.js';
-import type { ManifestFile, SiteFolder } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import type { SiteFolder } from './folder-manifest.js';
 import type { PublishedManifest } from './manifest-cache.js';
 import { batchObjects, packObjects, type MissingObject } from './object-batches.js';
 import { metered, type Meter } from './progress.js';

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
-import type { ManifestFile } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
 
 /** A manifest being written (ManifestCache.begin): finished with its release, or abandoned. */
@@ -94,10 +94,10 @@ export class ManifestCache {
 
   /**
    * The manifest of a deploy under way, written once its release is known: everything
-   * else is serialized while the server publishes (40,000 files: 20 ms the deploy no
-   * longer waits for after its answer), the release added last. `abandon`, when the
-   * deploy fails, writes nothing. Not compressed: gzip's fastest level took 65 ms of
-   * the CLI's CPU for 40,000 files, and inflating it 30 more, to save 5.5 MB of a cache.
+   * else is serialized while the server publishes, so the deploy does not wait for it after
+   * its answer; the release is added last. `abandon`, when the deploy fails, writes
+   * nothing. Not compressed: gzip costs the CLI more time than a cache's megabytes are
+   * worth (docs/performance.md).
    */
   begin(server: string, target: DeployTarget, remembered: RememberedFiles): PendingManifest {
     const path = this.pathOf(server, target);

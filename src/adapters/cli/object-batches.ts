@@ -52,13 +52,12 @@ function header(object: MissingObject): Buffer {
 const GZIP_INPUT_BYTES = 64 * 1024;
 /**
  * Fastest level: the batch is mostly pages already squeezed by their build or fresh
- * media; level 6 took a third longer for 5% fewer bytes (250 pages, 2.4 MB).
+ * media, where a higher level costs far more time than it saves bytes (docs/performance.md).
  */
 const GZIP_LEVEL = 1;
 /**
- * Tar taken in ahead of zlib: with the default 16 KiB the files were read only once zlib
- * asked, so reading and compressing took turns instead of overlapping (250 pages packed
- * in 113-120 ms cold, 94-101 with 1 MiB, five alternated pairs).
+ * Tar taken in ahead of zlib: with the default 16 KiB the files are read only once zlib
+ * asks, so reading and compressing take turns instead of overlapping (docs/performance.md).
  */
 const GZIP_AHEAD_BYTES = 1024 * 1024;
 

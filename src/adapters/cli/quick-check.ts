@@ -1,6 +1,7 @@
 import { lstatSync, statfsSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
-import { hashSiteFolder, type ManifestFile, type SiteFolder } from './folder-manifest.js';
+import type { ManifestFile } from '../../domain/manifest.js';
+import { hashSiteFolder, type SiteFolder } from './folder-manifest.js';
 
 /**
  * What says a file's bytes are the ones hashed before, without reading them: its device,

@@ -174,14 +174,13 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     precompress: oneOf(env, 'PRECOMPRESS', ['on', 'off'] as const, 'on'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000,
-    // 2: under bench/flood.mjs on two cores, 4 took the service over 256 MiB and status p99
-    // over 20 ms, 2 stayed within both (docs/performance.md, "A flood of deploys").
+    // 2: the most that keeps a flood of deploys on two cores within the memory and latency
+    // targets (docs/performance.md, "A flood of deploys").
     deploysMaxConcurrent: integer(env, 'DEPLOYS_MAX_CONCURRENT', 2, 1, 1000),
     deploysMaxQueued: integer(env, 'DEPLOYS_MAX_QUEUED', 64, 0, 100_000),
     uploadIdleSeconds: integer(env, 'UPLOAD_IDLE_SECONDS', 30, 0, 3600),
-    // 5: far above the longest silence of an honest upload under bench/flood.mjs (under
-    // 0.3 s), room for a lossy link's retransmissions, and short enough that 20 stalled
-    // uploads ahead of 50 deploys let 46 publish within 120 s (docs/performance.md, "A flood of deploys").
+    // 5: far above an honest upload's longest silence, room for a lossy link's retransmissions,
+    // short enough that stalled uploads cannot starve the queue (docs/performance.md, "A flood of deploys").
     uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
     webServerReload: optionalText(env, 'WEBSERVER_RELOAD'),
     caddyAdmin: optionalText(env, 'CADDY_ADMIN'),

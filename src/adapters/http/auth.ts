@@ -1,4 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
+import { AuthenticateUser } from '../../application/authenticate-user.js';
 import type { Deployer } from '../../application/deployer.js';
 import type { Username } from '../../domain/username.js';
 import { tokensEqual } from '../crypto/token-hash.js';
@@ -22,14 +24,14 @@ export interface Authentication {
   deployer(req: Request, res: Response): Promise<Deployer>;
 }
 
-export function authentication(deps: Pick<HttpDeps, 'settings' | 'authenticate' | 'authenticateDeployer'>): Authentication {
+export function authentication(deps: Pick<HttpDeps, 'settings' | 'useCases'>): Authentication {
   const admin = (req: Request, res: Response, next: NextFunction): void => {
     if (!tokensEqual(bearerToken(req) ?? '', deps.settings.adminToken)) throw new InvalidAdminToken();
     res.locals.user = '(admin)';
     next();
   };
   const user = async (req: Request, res: Response): Promise<Username> => {
-    const signedIn = await deps.authenticate.execute(bearerToken(req));
+    const signedIn = await deps.useCases(AuthenticateUser).execute(bearerToken(req));
     res.locals.user = signedIn;
     return signedIn;
   };
@@ -38,7 +40,7 @@ export function authentication(deps: Pick<HttpDeps, 'settings' | 'authenticate' 
     next();
   };
   const deployer = async (req: Request, res: Response): Promise<Deployer> => {
-    const signedIn = await deps.authenticateDeployer.execute(bearerToken(req));
+    const signedIn = await deps.useCases(AuthenticateDeployer).execute(bearerToken(req));
     res.locals.user = signedIn.user;
     // The key's id, never its token: which CI secret deployed is worth a log line.
     if (signedIn.key) res.locals.key = signedIn.key.id;

@@ -6,10 +6,6 @@ export class DeployTracker {
   private readonly running = new Set<AbortController>();
   private idleWaiters: (() => void)[] = [];
 
-  get size(): number {
-    return this.running.size;
-  }
-
   async track<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const controller = new AbortController();
     this.running.add(controller);

@@ -1,25 +1,3 @@
-import type { AuthenticateDeployer } from '../../application/authenticate-deployer.js';
-import type { AuthenticateUser } from '../../application/authenticate-user.js';
-import type { CancelDeploySession } from '../../application/cancel-deploy-session.js';
-import type { ListDeploySessions } from '../../application/list-deploy-sessions.js';
-import type { OpenDeploySession } from '../../application/open-deploy-session.js';
-import type { PublishDeploySession } from '../../application/publish-deploy-session.js';
-import type { ShowDeploySession } from '../../application/show-deploy-session.js';
-import type { UploadObjects } from '../../application/upload-objects.js';
-import type { CreateDeployKey } from '../../application/create-deploy-key.js';
-import type { CreateOrRerollUser } from '../../application/create-or-reroll-user.js';
-import type { DeleteUser } from '../../application/delete-user.js';
-import type { DeleteProject } from '../../application/delete-project.js';
-import type { DeletePreview } from '../../application/delete-preview.js';
-import type { DeployRelease } from '../../application/deploy-release.js';
-import type { ListDeployKeys } from '../../application/list-deploy-keys.js';
-import type { ListPreviews } from '../../application/list-previews.js';
-import type { ListProjects } from '../../application/list-projects.js';
-import type { PromotePreview } from '../../application/promote-preview.js';
-import type { ListReleases } from '../../application/list-releases.js';
-import type { ListUsers } from '../../application/list-users.js';
-import type { RevokeDeployKey } from '../../application/revoke-deploy-key.js';
-import type { RollbackRelease } from '../../application/rollback-release.js';
 import type { Logger } from '../log/logger.js';
 import type { CliBundle } from './cli-bundle.js';
 import type { DeploySlots } from './deploy-slots.js';
@@ -41,42 +19,22 @@ export interface HttpSettings {
   readonly uploadStallSeconds: number;
 }
 
+/** A use case by its class, resolved once the service runs (service.ts: the container). */
+export type UseCases = <T>(useCase: new (...args: never[]) => T) => T;
+
 /**
  * What the HTTP adapter drives. Routes read these when a request comes, never while
  * they are set up: the route table can be built from `settings` and `openApi` alone.
  */
 export interface HttpDeps {
   readonly settings: HttpSettings;
-  readonly createUser: CreateOrRerollUser;
-  readonly deleteUser: DeleteUser;
-  readonly authenticate: AuthenticateUser;
-  /** A deploy's bearer token: a user token or a deploy key. */
-  readonly authenticateDeployer: AuthenticateDeployer;
-  readonly deploy: DeployRelease;
+  /** The use cases, as the composition root binds them: a route names the one it runs. */
+  readonly useCases: UseCases;
+  /** Deploys in flight, for the shutdown. */
   readonly deploys: DeployTracker;
-  /** The incremental deploy's steps (routes/deploy-sessions.ts). */
-  readonly sessions: {
-    readonly open: OpenDeploySession;
-    readonly show: ShowDeploySession;
-    readonly upload: UploadObjects;
-    readonly publish: PublishDeploySession;
-    readonly cancel: CancelDeploySession;
-    readonly list: ListDeploySessions;
-  };
   readonly slots: DeploySlots;
   /** Turns to read a manifest (POST /api/v1/deploys). */
   readonly opens: SessionOpens;
-  readonly listProjects: ListProjects;
-  readonly listReleases: ListReleases;
-  readonly rollback: RollbackRelease;
-  readonly deleteProject: DeleteProject;
-  readonly listUsers: ListUsers;
-  readonly createKey: CreateDeployKey;
-  readonly listKeys: ListDeployKeys;
-  readonly revokeKey: RevokeDeployKey;
-  readonly listPreviews: ListPreviews;
-  readonly promotePreview: PromotePreview;
-  readonly deletePreview: DeletePreview;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
   /** The bundled CLI, served at /api/v1/cli; undefined when the build did not make it. */

@@ -1,7 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../domain/archive-policy.js';
 import type { ProjectScope } from '../../domain/deploy-session.js';
-import type { Digest } from '../../domain/manifest.js';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
 import type { Username } from '../../domain/username.js';
 
@@ -30,24 +29,10 @@ export interface Staging {
    * Builds the manifest's files in a fresh staging area from the user's store and the session's
    * uploads (SessionObjects). Throws ObjectsMissing, leaving nothing, when some object
    * is in neither. With `scope` (a deploy key's session), only objects the project's
-   * releases hold come from the store, whatever was prepared; any other must be among
-   * the session's uploads.
+   * releases hold come from the store, whatever was prepared (ReleasePreparation); any
+   * other must be among the session's uploads.
    */
   assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease>;
-  /**
-   * Starts building the session's release now, while its `missing` objects upload, from
-   * what the user's store holds: the session's assemble then only adds what came since.
-   * A hint, never a promise: it may do nothing (too many at once), and an assemble on
-   * another replica, or after a restart, builds the whole release as without it. Never
-   * throws; what it built is the session's until assembled or forgotten.
-   */
-  prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void;
-  /** The sessions with a release prepared here and not yet assembled or forgotten. */
-  preparedSessions(): string[];
-  /** Throws away what prepare built for the session (it ended without a publish here); nothing if none. */
-  forgetPrepared(session: string): Promise<void>;
-  /** Throws away what prepare built for any of the user's sessions (the user is deleted: it links their bytes). */
-  forgetPreparedFor(user: Username): Promise<void>;
   /** Throws the staged files away; they never were a release. */
   discard(staged: StagedRelease): Promise<void>;
   /** Removes the staging areas a crash left (run before any deploy starts); returns what it removed. */

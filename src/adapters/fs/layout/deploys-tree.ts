@@ -7,6 +7,7 @@ import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { TrashCollector } from '../store/trash-collector.js';
+import { isMissing } from '../threads/fs-errors.js';
 
 /** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
 const SESSION_ID = /^[0-9a-f]{32}$/;
@@ -38,7 +39,6 @@ const SESSIONS = '.sessions';
  */
 const FRESH = '.fresh';
 
-export const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** A staging area: where its files go, and where the new objects it brings to the store wait for the commit. */
 export interface StagingArea {
@@ -63,7 +63,7 @@ export class DeploysTree {
   // '+' separates the replica's name: it cannot occur in one (hostname characters only).
   private readonly stagingPrefix: string;
   private readonly trash: TrashCollector;
-  private prepared: Promise<boolean> | undefined;
+  private rootsMade: Promise<boolean> | undefined;
 
   constructor(
     @inject(RELEASE_ROOTS) readonly roots: ReleaseRoots,
@@ -93,7 +93,7 @@ export class DeploysTree {
   }
 
   async sessionsWithUploads(): Promise<string[]> {
-    await this.prepare();
+    await this.ensureRoots();
     return (await readdir(this.sessionsRoot)).filter((name) => SESSION_ID.test(name));
   }
 
@@ -103,7 +103,7 @@ export class DeploysTree {
   }
 
   async openStagingArea(): Promise<StagingArea> {
-    const chmod = await this.prepare();
+    const chmod = await this.umaskStripsModes();
     const dir = await mkdtemp(join(this.stagingRoot, this.stagingPrefix));
     const fresh = this.freshObjectsOf(dir);
     try {
@@ -127,7 +127,7 @@ export class DeploysTree {
 
   /** Removes this replica's staging areas and their new objects, which only a crash leaves; returns the areas. */
   async removeStagingAreas(): Promise<string[]> {
-    await this.prepare();
+    await this.ensureRoots();
     const removed: string[] = [];
     for (const root of [this.stagingRoot, this.freshRoot]) {
       for (const name of await readdir(root)) {
@@ -179,7 +179,7 @@ export class DeploysTree {
 
   /** Empties whatever is in this replica's trash now (a crash's leftovers); returns what it removed. */
   async emptyTrash(): Promise<string[]> {
-    await this.prepare();
+    await this.ensureRoots();
     return this.trash.emptyNow();
   }
 
@@ -188,12 +188,17 @@ export class DeploysTree {
     return this.trash.drain();
   }
 
+  /** Creates the roots, once; every method that lists or writes under them waits for it. */
+  async ensureRoots(): Promise<void> {
+    await this.umaskStripsModes();
+  }
+
   /**
-   * Creates the roots once, and finds out whether the process umask would strip the
-   * 0644/0755 modes a web server needs; only then does the worker chmod each entry.
+   * Whether the process umask strips the 0644/0755 modes a web server needs, so that the
+   * writer must chmod each entry; found out once, with the roots created first.
    */
-  prepare(): Promise<boolean> {
-    this.prepared ??= (async () => {
+  umaskStripsModes(): Promise<boolean> {
+    this.rootsMade ??= (async () => {
       // mkdir -p of the roots: on shared storage another replica may create them first.
       for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.freshRoot, this.sessionsRoot, this.trashRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
@@ -205,8 +210,8 @@ export class DeploysTree {
       await unlink(probe);
       return mode !== 0o644;
     })();
-    this.prepared.catch(() => (this.prepared = undefined));
-    return this.prepared;
+    this.rootsMade.catch(() => (this.rootsMade = undefined));
+    return this.rootsMade;
   }
 }
 

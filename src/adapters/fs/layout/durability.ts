@@ -6,7 +6,7 @@ import { loadAddon } from './native-addon.js';
 
 const run = promisify(execFile);
 
-/** syncfs(2) through coreutils: a process spawned from the service, ~5 ms of its event loop each time. */
+/** syncfs(2) through coreutils: a process spawned from the service, which costs its event loop a fork each time. */
 export async function syncFilesystemBySpawn(path: string): Promise<void> {
   await run('sync', ['-f', path]);
 }
@@ -20,7 +20,7 @@ export const syncfsMethod: 'native' | 'sync -f' = binding ? 'native' : 'sync -f'
 
 /**
  * Flushes the whole filesystem that holds `path` (syncfs(2)). One call makes every file
- * of a fresh release durable; measured cheaper than an fsync per file
+ * of a fresh release durable, for less than an fsync per file
  * (docs/performance.md). Node has no binding for it: the addon makes the call on the
  * thread pool; without the addon (`npm ci --ignore-scripts`), coreutils' `sync -f` does.
  */

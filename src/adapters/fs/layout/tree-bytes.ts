@@ -1,8 +1,8 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isGeneratedSibling } from '../store/generated-siblings.js';
+import { isMissing } from '../threads/fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Files measured at once: enough to keep a disk busy, few enough not to exhaust descriptors. */
 const PARALLEL = 32;

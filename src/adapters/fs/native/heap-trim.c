@@ -1,7 +1,7 @@
 /*
  * malloc_trim(3) for Node, which has no binding for it. glibc keeps memory that threads
- * have freed in its arenas for their next allocations; after a large deploy that is some
- * 12 MiB the process holds for nothing, and the next deploy's peak stacks on it
+ * have freed in its arenas for their next allocations; after a large deploy the process
+ * holds that for nothing, and the next deploy's peak stacks on it
  * (docs/performance.md). The call runs on libuv's thread pool and settles a promise with
  * whether anything was returned to the system. Where the C library is not glibc there is
  * no such call, and the promise settles with false.

@@ -1,7 +1,7 @@
 /*
- * syncfs(2) for Node, which has no binding for it. Spawning coreutils' `sync -f` cost
- * the service ~5 ms of its event loop per deploy (a fork of a 100 MB process); this
- * runs the call on libuv's thread pool instead and settles a promise.
+ * syncfs(2) for Node, which has no binding for it. Spawning coreutils' `sync -f` holds
+ * the service's event loop for a fork per deploy (docs/performance.md); this runs the
+ * call on libuv's thread pool instead and settles a promise.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -9,6 +9,7 @@ import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
 import { fsyncDirectory } from '../layout/durability.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
+import { isMissing } from '../threads/fs-errors.js';
 
 export interface PreviewRoots {
   /** Preview links: <previewsRoot>/<user>/<project>/<preview>. */
@@ -21,7 +22,6 @@ export interface PreviewRoots {
 
 export const PREVIEW_ROOTS = Symbol.for('sitedrop.PreviewRoots') as ServiceIdentifier<PreviewRoots>;
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 async function names(dir: string): Promise<string[]> {
   try {

@@ -9,9 +9,10 @@ import type { ProjectName } from '../../../domain/project-name.js';
 import { ReleaseId } from '../../../domain/release-id.js';
 import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
-import { DeploysTree, directoryIdentity, isMissing } from '../layout/deploys-tree.js';
+import { DeploysTree, directoryIdentity } from '../layout/deploys-tree.js';
 import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+import { isMissing } from '../threads/fs-errors.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { treeBytes } from '../layout/tree-bytes.js';
@@ -139,7 +140,7 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeUserFiles(user: Username): Promise<void> {
-    await this.tree.prepare();
+    await this.tree.ensureRoots();
     // The links go first, so the sites stop being served before their files go.
     await this.tasks.remove(join(this.docsRoot, user));
     await this.tree.throwAway(join(this.tree.roots.deploysRoot, user));

@@ -6,8 +6,9 @@ import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/a
 import { SiteRulesRejected } from '../../../domain/errors.js';
 import { compileSiteRules, type SiteRules } from '../../../domain/site-rules.js';
 import { HEAD_FILE, REDIRECTS_FILE, RULES_DIRECTORY, rulesFiles, rulesFromFiles } from '../../webserver/compiled-rules.js';
-import { DeploysTree, isMissing } from '../layout/deploys-tree.js';
+import { DeploysTree } from '../layout/deploys-tree.js';
 import { fsyncDirectory } from '../layout/durability.js';
+import { isMissing } from '../threads/fs-errors.js';
 
 const RULE_FILES = { redirects: '_redirects', headers: '_headers' } as const;
 

@@ -13,6 +13,7 @@ import { DeploysTree, type StagingArea } from '../layout/deploys-tree.js';
 import { syncFilesystem } from '../layout/durability.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { ProjectContent } from '../store/project-content.js';
+import type { ReleasePreparation } from '../../../application/ports/release-preparation.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
@@ -70,7 +71,7 @@ const PREPARED_AT_ONCE = 4;
  * staging's own phases: no use case needs them, the operator and the benchmark do.
  */
 @injectable()
-export class NodeStaging implements Staging {
+export class NodeStaging implements Staging, ReleasePreparation {
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,

@@ -9,12 +9,10 @@
  * 52-character name costs 60 bytes where 63 hex digits cost 72. Base64 would be shorter
  * but tells digests apart by case, and in a casefolded directory two would collide.
  * The name keeps the shard's 4 bits: without them it would be 51 characters, which cost
- * the same 52, and a name alone says its digest wherever it is. Sixteen shards: of 1, 2,
- * 4, 8, 16 and 32 directories, measured on ext4 for stores of 500 to 48,000 objects, one
- * is the smallest, sixteen take 16-100 KB more (a directory holds at least a block), 32
- * more again (docs/content-store.md has the table); but a store is listed a shard at a
- * time, and sixteen keep the writer's listing of a 40,000-object store to some 0.2 MiB
- * of names at once, where one directory would hold 3.3 MiB.
+ * the same 52, and a name alone says its digest wherever it is. Sixteen shards: a few
+ * blocks more on disk than one directory (docs/performance.md has the table), but a
+ * store is listed a shard at a time, and sixteen keep the writer's listing of a large
+ * store to a sixteenth of its names at once.
  *
  * Stores made before held names of 63 hex digits (the digest less its shard's digit);
  * start-up renames them (store-migration.ts, ObjectNameMigration), setting each such shard

@@ -4,9 +4,10 @@ import { inject, injectable } from 'inversify';
 import type { ProjectName } from '../../../domain/project-name.js';
 import { ReleaseId } from '../../../domain/release-id.js';
 import type { Username } from '../../../domain/username.js';
-import { DeploysTree, directoryIdentity, isMissing } from '../layout/deploys-tree.js';
+import { DeploysTree, directoryIdentity } from '../layout/deploys-tree.js';
 import type { Probed } from '../threads/fs-protocol.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+import { isMissing } from '../threads/fs-errors.js';
 import { ProjectInodes } from './project-inodes.js';
 
 /**

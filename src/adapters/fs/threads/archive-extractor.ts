@@ -9,7 +9,6 @@ import { SendWindow } from './send-window.js';
 
 export interface Extracted {
   readonly files: number;
-  readonly entries: number;
   readonly bytes: number;
   readonly compressedBytes: number;
 }
@@ -24,15 +23,14 @@ const BATCH_BYTES = 256 * 1024;
 const UNPACKER_WINDOW = 4;
 /**
  * The socket's read buffers, once copied, are collected every this many bytes: V8 sees
- * no reason to scavenge the main thread's small heap meanwhile, and at 4 MiB heaptrack
- * found 4.1 MiB of them live at the peak of deploys at once (1.5 MiB at 1 MiB).
+ * no reason to scavenge the main thread's small heap meanwhile (docs/performance.md).
  */
 const garbage = new YoungGarbage(1024 * 1024);
 
 /**
  * The next chunk, or DeployAborted as soon as `signal` fires. Not Promise.race with one
  * long-lived abort promise: every race adds a reaction to it that keeps that race's
- * result (a chunk) alive, which held the whole upload in memory, 1 MB per MB received.
+ * result (a chunk) alive, so the whole upload would stay in memory.
  */
 function nextUnlessAborted<T>(iterator: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T>> {
   if (signal.aborted) return Promise.reject(new DeployAborted());
@@ -86,7 +84,7 @@ export class ArchiveExtractor {
         if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
         throw new Error(`extraction failed: ${outcome.message}`);
       }
-      return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, compressedBytes };
+      return { files: outcome.files, bytes: outcome.bytes, compressedBytes };
     } finally {
       extraction.close();
     }
@@ -120,7 +118,7 @@ export class ArchiveExtractor {
       if (signal?.aborted) abort();
       const outcome = await answered;
       if (outcome.type === 'failed' && outcome.kind === 'aborted') throw new DeployAborted();
-      if (outcome.type === 'done') return { files: outcome.files, entries: outcome.entries, bytes: outcome.bytes, missing: outcome.missing ?? [] };
+      if (outcome.type === 'done') return { files: outcome.files, bytes: outcome.bytes, missing: outcome.missing ?? [] };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
       throw new Error(`assembly failed: ${outcome.message}`);
     } finally {

@@ -46,8 +46,8 @@ export interface FsThreadsOptions {
 
 /**
  * Room for DEPLOYS_MAX_CONCURRENT archives of MAX_FILES entries each, at up to about
- * 1.2 KiB of ledger per entry (a 1,000-byte path; measured 50 MiB for 50,000 such),
- * above the thread's own 64 MiB; never less than the 256 MiB a thread had before.
+ * 1.2 KiB of ledger per entry (a 1,000-byte path; docs/performance.md),
+ * above the thread's own 64 MiB; never less than 256 MiB.
  */
 export function unpackHeapMb(concurrent: number, maxFiles: number): number {
   return Math.max(256, 64 + concurrent * Math.ceil((maxFiles * 1.2) / 1024));

@@ -1,8 +1,8 @@
 /**
  * Buffers that came back, shared by every window of the thread (each thread has its own
  * copy of this module), so a deploy fills the buffers the one before it used. Kept per
- * window: once its job ended they were garbage that only a full collection frees, and
- * three deploys' worth (about 2.5 MiB a hop each) was part of the peak of deploys at once.
+ * window, they would be garbage once its job ended that only a full collection frees, and
+ * would add to the peak of deploys at once (docs/performance.md).
  */
 const spares = new Map<number, Uint8Array[]>();
 /** More than two deploys' windows at once are rare: beyond this a buffer is left to the collector. */

@@ -14,8 +14,8 @@ import { WriterJob, type JobChannels } from './writer-job.js';
 
 /**
  * Inflated bytes a job holds waiting to be unpacked before its zlib is paused. Each
- * queued slice pins zlib's 256 KiB output block: at 2 MiB, two deploys unpacking at once
- * held some 10 MiB of them at the service's peak (heaptrack); 1 MiB is still four blocks ahead.
+ * queued slice pins zlib's 256 KiB output block, so a larger queue is peak memory held;
+ * 1 MiB is still four blocks ahead (docs/performance.md).
  */
 const QUEUE_LIMIT = 1024 * 1024;
 /** zlib's output buffers, once written out, are collected every this many bytes. */
@@ -196,6 +196,6 @@ export class ArchiveJob extends WriterJob {
     if (!this.reading) return;
     this.ledger.assertComplete();
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, entries: this.ledger.entries, bytes: this.ledger.bytes });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }

@@ -67,6 +67,6 @@ export class Assembly extends WriterJob {
     if (!this.reading || this.left > 0) return;
     this.ops.flush();
     const { files, bytes } = this.made;
-    this.settle({ type: 'done', job: this.id, files, entries: files + this.dirs.count, bytes });
+    this.settle({ type: 'done', job: this.id, files, bytes });
   }
 }

@@ -2,10 +2,9 @@
  * Unpacks archives off the main thread: inflates, parses and checks every entry against
  * the archive policy here, and hands the directories and files to create to the writer
  * thread (writer-thread.ts), which makes them with synchronous calls, one syscall each,
- * with no thread-pool round trip per entry (node-tar's own extractor makes several, and
- * was 10.9x GNU tar). One unpack thread serves every deploy at once, each its own job (ArchiveJob, Assembly):
- * a second deploy costs its buffers, not another two isolates (16 MiB).
- * docs/performance.md has the figures.
+ * with no thread-pool round trip per entry (node-tar's own extractor makes several).
+ * One unpack thread serves every deploy at once, each its own job (ArchiveJob, Assembly):
+ * a second deploy costs its buffers, not another two isolates. docs/performance.md has the figures.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PackedManifest } from '../../../domain/packed-manifest.js';

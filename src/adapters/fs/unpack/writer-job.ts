@@ -114,8 +114,8 @@ export abstract class WriterJob {
           ? { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing }
           : { ...outcome, missing: message.missing };
       }
-      // No forced full collection here: run after every archive, it made each next
-      // small deploy about 20 ms slower for 3 MiB less peak (docs/performance.md).
+      // No forced full collection here: it slows the next small deploy more than the
+      // memory it frees is worth (docs/performance.md).
       this.channels.toMain(outcome);
       this.phase = { name: 'answered' };
       const unused = this.ops.unused();

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { constants, copyFileSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { isMissing } from '../threads/fs-errors.js';
 import { first30BitsOfName, isShard, NAME_LENGTH } from '../store/object-names.js';
 
 export const errorCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
@@ -37,7 +38,7 @@ export function listStore(store: string): ObjectHints {
   try {
     shards = readdirSync(store);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return hints;
+    if (isMissing(error)) return hints;
     throw error;
   }
   for (const shard of shards) {
@@ -73,7 +74,7 @@ export function isIntact(object: string, digest: Uint8Array): boolean {
   try {
     bytes = readFileSync(object);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return false;
+    if (isMissing(error)) return false;
     throw error;
   }
   if (hash('sha256', bytes, 'buffer').equals(digest)) return true;
@@ -90,7 +91,7 @@ export function linkOrCopy(object: string, path: string): boolean {
     linkSync(object, path);
     return true;
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return false;
+    if (isMissing(error)) return false;
     if (errorCode(error) !== 'EMLINK') throw error;
   }
   copyFileSync(object, path, constants.COPYFILE_EXCL);

@@ -5,8 +5,8 @@ import { EMPTY_DIGEST, type ManifestFile } from '../../../domain/manifest.js';
 import { isGeneratedSibling, SITEDROP_DIR } from '../store/generated-siblings.js';
 import { digestOfEntry, isAsideShard, isShard } from '../store/object-names.js';
 import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
+import { isMissing } from '../threads/fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 /** Bytes of a file read and hashed at a time, in the rare case its digest must come from its bytes. */
 const READ_BYTES = 256 * 1024;
 /**

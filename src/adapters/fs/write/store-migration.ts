@@ -1,7 +1,8 @@
 import { lstatSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { asideOf, digestOfEntry, isAsideShard, isLegacyName, isShard, objectPath } from '../store/object-names.js';
-import { isMissing, listed, renameInto, StoreWalk } from './store-objects.js';
+import { isMissing } from '../threads/fs-errors.js';
+import { listed, renameInto, StoreWalk } from './store-objects.js';
 import type { WriterTask } from './writer-task.js';
 
 /**

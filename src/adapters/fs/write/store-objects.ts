@@ -1,8 +1,8 @@
 import { lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { isMissing } from '../threads/fs-errors.js';
 import { CHANGE_BUDGET, type WriterTask } from './writer-task.js';
 
-export const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Walks a store's shards and the objects in each, a few entries at a time. */
 export abstract class StoreWalk {

@@ -1,8 +1,8 @@
 import { lstatSync, readdirSync, rmdirSync, unlinkSync, type Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { CHANGE_BUDGET, type WriterTask } from './writer-task.js';
+import { isMissing } from '../threads/fs-errors.js';
 
-const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 interface Level {
   readonly path: string;

@@ -4,6 +4,7 @@ import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/a
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from '../threads/fs-ops.js';
 import type { StagingObjects } from '../threads/fs-protocol.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
+import { isMissing } from '../threads/fs-errors.js';
 import { errorCode, isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
@@ -177,7 +178,7 @@ export class Target {
         renameSync(spare, object);
         return;
       }
-      if (errorCode(error) !== 'ENOENT') throw error;
+      if (!isMissing(error)) throw error;
       mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
       linkSync(path, object);
     }

@@ -1,5 +1,11 @@
 import type express from 'express';
 import type { Request } from 'express';
+import { CancelDeploySession } from '../../../application/cancel-deploy-session.js';
+import { ListDeploySessions } from '../../../application/list-deploy-sessions.js';
+import { OpenDeploySession } from '../../../application/open-deploy-session.js';
+import { PublishDeploySession } from '../../../application/publish-deploy-session.js';
+import { ShowDeploySession } from '../../../application/show-deploy-session.js';
+import { UploadObjects } from '../../../application/upload-objects.js';
 import type { SessionState } from '../../../application/deploy-session-access.js';
 import type { DeploySessionSummary } from '../../../application/ports/deploy-sessions.js';
 import type { Authentication } from '../auth.js';
@@ -56,7 +62,7 @@ function listedSession(session: DeploySessionSummary): Record<string, unknown> {
  */
 export function deploySessionRoutes(
   app: express.Express,
-  deps: Pick<HttpDeps, 'settings' | 'sessions' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>,
+  deps: Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>,
   auth: Authentication,
 ): void {
   const { settings } = deps;
@@ -75,9 +81,9 @@ export function deploySessionRoutes(
       const read = { inflated: 0 };
       try {
         continueIfExpected(req, res);
-        const manifest = deps.sessions.open.reader();
+        const manifest = deps.useCases(OpenDeploySession).reader();
         const { project, preview, base } = await readManifestBody(req, manifest, limits, read);
-        const state = await deps.sessions.open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project: project ?? '', preview, base, manifest });
+        const state = await deps.useCases(OpenDeploySession).execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project: project ?? '', preview, base, manifest });
         res.status(201).json(sessionAnswer(state));
       } finally {
         endTurn(read.inflated);
@@ -85,7 +91,7 @@ export function deploySessionRoutes(
     })
     // The owner's own token only, as every management route: a key gets 401.
     .get(fallback('failed to list deploy sessions'), async (req, res) => {
-      const sessions = await deps.sessions.list.execute(await auth.user(req, res));
+      const sessions = await deps.useCases(ListDeploySessions).execute(await auth.user(req, res));
       res.json({ status: 'ok', sessions: sessions.map(listedSession) });
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
@@ -94,11 +100,11 @@ export function deploySessionRoutes(
     .route('/api/v1/deploys/:id')
     .get(fallback('deployment failed'), async (req, res) => {
       const { user } = await auth.deployer(req, res);
-      res.json(sessionAnswer(await deps.sessions.show.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) })));
+      res.json(sessionAnswer(await deps.useCases(ShowDeploySession).execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) })));
     })
     .delete(fallback('deployment failed'), async (req, res) => {
       const { user } = await auth.deployer(req, res);
-      await deps.sessions.cancel.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) });
+      await deps.useCases(CancelDeploySession).execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) });
       res.status(204).end();
     })
     .all(methodNotAllowed('GET, HEAD, DELETE'));
@@ -117,7 +123,7 @@ export function deploySessionRoutes(
         continueIfExpected(req, res);
         const upload = readUploadBody(req, uploadLimits(settings), slot);
         try {
-          return await deps.sessions.upload.execute({ user, token, id: sessionParam(req), batch: upload.body, signal });
+          return await deps.useCases(UploadObjects).execute({ user, token, id: sessionParam(req), batch: upload.body, signal });
         } catch (error) {
           throw upload.failure() ?? error;
         }
@@ -131,7 +137,7 @@ export function deploySessionRoutes(
     .post(fallback('deployment failed'), async (req, res) => {
       const { user } = await auth.deployer(req, res);
       const started = performance.now();
-      const deployed = await inDeploySlot(deps, user, res, started, () => deps.sessions.publish.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) }));
+      const deployed = await inDeploySlot(deps, user, res, started, () => deps.useCases(PublishDeploySession).execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) }));
       res.json(deployedAnswer(deps, user, deployed, started));
     })
     .all(methodNotAllowed('POST'));

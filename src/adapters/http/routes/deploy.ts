@@ -1,5 +1,6 @@
 import type express from 'express';
 import type { Response } from 'express';
+import { DeployRelease } from '../../../application/deploy-release.js';
 import type { Deployed } from '../../../application/publish-release.js';
 import type { Username } from '../../../domain/username.js';
 import { previewUrl } from '../../../domain/preview.js';
@@ -102,7 +103,7 @@ export function uploadLimits(settings: HttpDeps['settings']): UploadLimits {
 /** POST /api/v1/deploy: the upload, streamed into a release and published. */
 export function deployRoutes(
   app: express.Express,
-  deps: Pick<HttpDeps, 'settings' | 'deploy' | 'deploys' | 'slots' | 'metrics' | 'logger'>,
+  deps: Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' | 'metrics' | 'logger'>,
   auth: Authentication,
 ): void {
   const { settings } = deps;
@@ -122,7 +123,7 @@ export function deployRoutes(
         const failure = form.failure();
         if (failure) throw failure;
         try {
-          return await deps.deploy.execute({ user, token, project: form.project, preview: form.preview, archive, signal });
+          return await deps.useCases(DeployRelease).execute({ user, token, project: form.project, preview: form.preview, archive, signal });
         } catch (error) {
           throw form.failure() ?? error;
         }

@@ -1,6 +1,8 @@
 import type express from 'express';
 import type { Request, Response } from 'express';
-import type { NewKeyRequest } from '../../../application/create-deploy-key.js';
+import { ListDeployKeys } from '../../../application/list-deploy-keys.js';
+import { RevokeDeployKey } from '../../../application/revoke-deploy-key.js';
+import { CreateDeployKey, type NewKeyRequest } from '../../../application/create-deploy-key.js';
 import type { Username } from '../../../domain/username.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
@@ -24,18 +26,18 @@ function newKeyOf(body: unknown): NewKeyRequest {
 const iso = (date: Date | undefined): string | null => date?.toISOString() ?? null;
 
 /** A project's deploy keys, managed with the owner's own token (never with a key). */
-export function keyRoutes(app: express.Express, deps: Pick<HttpDeps, 'createKey' | 'listKeys' | 'revokeKey' | 'logger'>, auth: Authentication): void {
+export function keyRoutes(app: express.Express, deps: Pick<HttpDeps, 'useCases' | 'logger'>, auth: Authentication): void {
   app
     .route('/api/v1/projects/:project/keys')
     .post(fallback('failed to create key'), auth.userFirst, jsonBody, async (req: Request, res: Response) => {
       const user = res.locals.user as Username;
-      const made = await deps.createKey.execute(user, projectParam(req), newKeyOf(req.body));
+      const made = await deps.useCases(CreateDeployKey).execute(user, projectParam(req), newKeyOf(req.body));
       deps.logger.info('deploy key created', { user, project: projectParam(req), key: made.id });
       res.json({ status: 'ok', id: made.id, token: made.token });
     })
     .get(fallback('failed to list keys'), async (req, res) => {
       const user = await auth.user(req, res);
-      const keys = await deps.listKeys.execute(user, projectParam(req));
+      const keys = await deps.useCases(ListDeployKeys).execute(user, projectParam(req));
       res.json({
         status: 'ok',
         keys: keys.map((k) => ({ id: k.id, name: k.name, scope: k.scope, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: iso(k.lastUsedAt) })),
@@ -47,7 +49,7 @@ export function keyRoutes(app: express.Express, deps: Pick<HttpDeps, 'createKey'
     .route('/api/v1/projects/:project/keys/:id')
     .delete(fallback('failed to revoke key'), async (req, res) => {
       const user = await auth.user(req, res);
-      await deps.revokeKey.execute(user, projectParam(req), String(req.params.id));
+      await deps.useCases(RevokeDeployKey).execute(user, projectParam(req), String(req.params.id));
       deps.logger.info('deploy key revoked', { user, project: projectParam(req), key: String(req.params.id) });
       res.json({ status: 'ok' });
     })

@@ -1,5 +1,8 @@
 import type express from 'express';
 import type { Request } from 'express';
+import { DeletePreview } from '../../../application/delete-preview.js';
+import { ListPreviews } from '../../../application/list-previews.js';
+import { PromotePreview } from '../../../application/promote-preview.js';
 import { previewUrl } from '../../../domain/preview.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
@@ -11,14 +14,14 @@ const previewParam = (req: Request): string => String(req.params.name);
 /** A project's previews: list, promote one to live, delete one. With the owner's token only. */
 export function previewRoutes(
   app: express.Express,
-  deps: Pick<HttpDeps, 'settings' | 'listPreviews' | 'promotePreview' | 'deletePreview' | 'logger'>,
+  deps: Pick<HttpDeps, 'settings' | 'useCases' | 'logger'>,
   auth: Authentication,
 ): void {
   app
     .route('/api/v1/projects/:project/previews')
     .get(fallback('failed to list previews'), async (req, res) => {
       const user = await auth.user(req, res);
-      const { project, previews } = await deps.listPreviews.execute(user, projectParam(req));
+      const { project, previews } = await deps.useCases(ListPreviews).execute(user, projectParam(req));
       res.json({
         status: 'ok',
         previews: previews.map((p) => ({
@@ -37,7 +40,7 @@ export function previewRoutes(
     .post(fallback('promote failed'), async (req, res) => {
       const user = await auth.user(req, res);
       const project = projectParam(req);
-      const promoted = await deps.promotePreview.execute(user, project, previewParam(req));
+      const promoted = await deps.useCases(PromotePreview).execute(user, project, previewParam(req));
       deps.logger.info('preview promoted', { user, project, preview: previewParam(req), release: promoted.release, previous: promoted.previous });
       res.json({ status: 'ok', project, release: promoted.release, previous: promoted.previous ?? null });
     })
@@ -47,7 +50,7 @@ export function previewRoutes(
     .route('/api/v1/projects/:project/previews/:name')
     .delete(fallback('failed to delete preview'), async (req, res) => {
       const user = await auth.user(req, res);
-      await deps.deletePreview.execute(user, projectParam(req), previewParam(req));
+      await deps.useCases(DeletePreview).execute(user, projectParam(req), previewParam(req));
       deps.logger.info('preview deleted', { user, project: projectParam(req), preview: previewParam(req) });
       res.json({ status: 'ok' });
     })

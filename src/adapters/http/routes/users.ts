@@ -1,6 +1,8 @@
 import type express from 'express';
 import type { Request, Response } from 'express';
-import type { FilesMode } from '../../../application/delete-user.js';
+import { CreateOrRerollUser } from '../../../application/create-or-reroll-user.js';
+import { ListUsers } from '../../../application/list-users.js';
+import { DeleteUser, type FilesMode } from '../../../application/delete-user.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
 import { InvalidFilesMode, InvalidRequestBody } from '../http-errors.js';
@@ -21,18 +23,18 @@ function filesModeOf(body: unknown): FilesMode {
 }
 
 /** The administrator's routes: users and their tokens. */
-export function userRoutes(app: express.Express, deps: Pick<HttpDeps, 'createUser' | 'deleteUser' | 'listUsers' | 'logger'>, auth: Authentication): void {
+export function userRoutes(app: express.Express, deps: Pick<HttpDeps, 'useCases' | 'logger'>, auth: Authentication): void {
   app
     .route('/api/v1/auth')
     .post(fallback('failed to create user'), auth.admin, specJsonBody, async (req: Request, res: Response) => {
-      const issued = await deps.createUser.execute({ username: usernameOf(req.body) });
+      const issued = await deps.useCases(CreateOrRerollUser).execute({ username: usernameOf(req.body) });
       deps.logger.info('user token issued', { user: issued.user, outcome: issued.outcome });
       res.json({ status: 'ok', token: issued.token });
     })
     .delete(fallback('failed to delete user'), auth.admin, specJsonBody, async (req: Request, res: Response) => {
       const username = usernameOf(req.body);
       const files = filesModeOf(req.body);
-      await deps.deleteUser.execute({ username, files });
+      await deps.useCases(DeleteUser).execute({ username, files });
       deps.logger.info('user deleted', { user: username, files });
       res.json({ status: 'ok' });
     })
@@ -41,7 +43,7 @@ export function userRoutes(app: express.Express, deps: Pick<HttpDeps, 'createUse
   app
     .route('/api/v1/users')
     .get(fallback('failed to list users'), auth.admin, async (_req, res) => {
-      res.json({ status: 'ok', users: await deps.listUsers.execute() });
+      res.json({ status: 'ok', users: await deps.useCases(ListUsers).execute() });
     })
     .all(methodNotAllowed('GET, HEAD'));
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/application/ports/clock.js';
 import type { DeployKey, DeployKeyStore, NewDeployKey } from '../../src/application/ports/deploy-key-store.js';
 import type { Precompression } from '../../src/application/ports/precompression.js';
@@ -11,6 +11,7 @@ import type { ReleaseStore } from '../../src/application/ports/release-store.js'
 import type { ServedSite, SiteScope, WebServer } from '../../src/application/ports/web-server.js';
 import { compileSiteRules, hasNoRules, type SiteRules } from '../../src/domain/site-rules.js';
 import type { SessionObjects } from '../../src/application/ports/session-objects.js';
+import type { ReleasePreparation } from '../../src/application/ports/release-preparation.js';
 import type { StagedRelease, Staging } from '../../src/application/ports/staging.js';
 import type { TokenGenerator } from '../../src/application/ports/token-generator.js';
 import type { TokenStore } from '../../src/application/ports/token-store.js';
@@ -25,6 +26,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
+import { sha256 } from './sha256.js';
 
 export class InMemoryTokenStore implements TokenStore {
   readonly users = new Map<Username, Token>();
@@ -53,7 +55,6 @@ export class InMemoryTokenStore implements TokenStore {
   }
 }
 
-const sha256 = (content: string): Digest => createHash('sha256').update(content).digest('hex') as Digest;
 const sizeOf = (files: readonly SiteFile[]): number => files.reduce((sum, f) => sum + Buffer.byteLength(f.content), 0);
 
 /** A file of a fake release: where it is, and its bytes as text. */
@@ -142,7 +143,7 @@ export class InMemoryDeploys {
   }
 }
 
-export class InMemoryStaging implements Staging {
+export class InMemoryStaging implements Staging, ReleasePreparation {
   constructor(protected readonly disk: InMemoryDeploys) {}
 
   async stage(user: Username, archive: AsyncIterable<Uint8Array>, _limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {

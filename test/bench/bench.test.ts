@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { versionedSite } from './support/sites.js';
+import { versionedSite } from '../support/sites.js';
 
 /** The benchmark runs end to end on a tiny fixture, so it cannot rot. No timing is asserted. */
 describe('npm run bench', () => {

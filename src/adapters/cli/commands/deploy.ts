@@ -1,0 +1,15 @@
+import type { Command } from 'commander';
+import { deploy, type DeployOptions } from '../deploy-command.js';
+import { userClient } from './command-kit.js';
+
+export function deployCommand(cli: Command): void {
+  cli
+    .command('deploy <folder-or-tarball>')
+    .description('deploy a folder (its contents become the site root; only files the server lacks are sent) or a .tar.gz')
+    .requiredOption('--project <name>', 'the project to deploy to')
+    .option('--preview <name>', 'deploy a preview of this name (e.g. pr-42) at its own address; the live site does not change')
+    .option('--full', 'send the whole folder as one archive, even to a server that could take only what changed')
+    .addHelpText('after', '\nA folder\'s manifest goes relative to the last release deployed from this machine, kept in SITEDROP_CACHE_DIR\n(default $XDG_CACHE_HOME/sitedrop or ~/.cache/sitedrop); keep that directory between CI runs to send less.')
+    .option('--json', "print the server's response, with what was sent and skipped")
+    .action((path: string, options: DeployOptions, command: Command) => deploy(userClient(command), path, options));
+}

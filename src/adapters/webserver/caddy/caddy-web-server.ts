@@ -1,0 +1,163 @@
+import { execFile } from 'node:child_process';
+import { lstat, realpath } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ServiceIdentifier } from 'inversify';
+import { inject, injectable } from 'inversify';
+import type { ServedSite, SiteAddress, SiteScope, WebServer } from '../../../application/ports/web-server.js';
+import { WebServerFailed } from '../../../domain/errors.js';
+import { compileSiteRules, hasNoRules, type SiteRules } from '../../../domain/site-rules.js';
+import { LOGGER, type Logger } from '../../log/logger.js';
+import { caddyfile, siteSnippet, snippetFile, type CaddyInput } from './caddy-config.js';
+import { inScope, linkTarget, pinLine, pinOf, SnippetFiles, type Pin } from './caddy-snippets.js';
+
+export interface CaddySettings extends CaddyInput {
+  /** Caddy's admin endpoint, host:port. */
+  readonly caddyAdmin: string;
+  /** WEBSERVER_RELOAD: run after each load, its failure failing the change like the load's. */
+  readonly webServerReload: string | undefined;
+  /** How long one load (and the command) may take. */
+  readonly timeoutMs: number;
+}
+
+export const CADDY_SETTINGS = Symbol.for('sitedrop.CaddySettings') as ServiceIdentifier<CaddySettings>;
+
+/**
+ * Caddy cannot follow a link per request with a release's rules, so a site with rules
+ * gets its own route pinned to its release (caddy-config.ts), and a deploy loads the
+ * new configuration through Caddy's admin API before the link moves: the load is atomic,
+ * so each request sees one release's files and rules. A site without rules is served
+ * at its link by the general route, and its deploys load nothing.
+ *
+ * A site whose rules go away is pinned once more, with none, to its new release (the
+ * link has not moved yet, and the general route would serve the old release's files
+ * without its rules); that plain pin is dropped at a later load once the link is there.
+ * Loads run one at a time.
+ */
+@injectable()
+export class CaddyWebServer implements WebServer {
+  private readonly files: SnippetFiles;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    @inject(CADDY_SETTINGS) private readonly settings: CaddySettings,
+    @inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.files = new SnippetFiles(settings.snippetsDir);
+  }
+
+  willServe(served: ServedSite): Promise<void> {
+    return this.serially(async () => {
+      const file = snippetFile(served.site);
+      const before = await this.files.read(file);
+      const wanted = await this.wanted(served, before === undefined ? undefined : pinOf(before));
+      if (wanted === before) return;
+      await this.files.put(file, wanted);
+      try {
+        await this.load(true);
+      } catch (error) {
+        // Caddy keeps its configuration when a load fails; the files go back to match it.
+        await this.files.put(file, before);
+        await this.files.combine();
+        if (error instanceof CommandFailed) await this.load(false).catch(() => undefined);
+        throw new WebServerFailed((error as Error).message);
+      }
+    });
+  }
+
+  forget(scope: SiteScope): Promise<void> {
+    return this.serially(async () => {
+      const gone = (await this.files.list()).filter((file) => inScope(file, scope));
+      if (gone.length === 0) return;
+      for (const file of gone) await this.files.put(file, undefined);
+      await this.load(true);
+    }).catch((error: unknown) => this.logger.warn('Caddy could not be told a site is gone', { error: (error as Error).message }));
+  }
+
+  reconcile(sites: readonly ServedSite[]): Promise<void> {
+    return this.serially(async () => {
+      const wanted = new Map<string, string | undefined>();
+      for (const served of sites) {
+        const file = snippetFile(served.site);
+        // The links are where they will stay: a site without rules needs no pin.
+        wanted.set(file, hasNoRules(served.rules) ? undefined : await this.snippet(served, 'rules'));
+      }
+      let changed = false;
+      for (const file of new Set([...(await this.files.list()), ...wanted.keys()])) {
+        const text = wanted.get(file);
+        if ((await this.files.read(file)) === text) continue;
+        await this.files.put(file, text);
+        changed = true;
+      }
+      if (changed) await this.load(true);
+    });
+  }
+
+  /** The snippet a site should have for `served`, given what it has now. */
+  private async wanted(served: ServedSite, now: Pin | undefined): Promise<string | undefined> {
+    if (!hasNoRules(served.rules)) return this.snippet(served, 'rules');
+    // Rules going away: pinned with none until the link has moved (see the class comment).
+    if (now?.kind === 'rules') return this.snippet(served, 'plain');
+    return undefined;
+  }
+
+  private async snippet(served: ServedSite, kind: Pin['kind']): Promise<string> {
+    const release = this.releaseDir(served);
+    const rules: SiteRules = kind === 'rules' ? served.rules : compileSiteRules({});
+    const notFoundPage = await lstat(join(release, '404.html')).then((s) => s.isFile(), () => false);
+    return `${pinLine({ kind, release })}\n${siteSnippet(this.settings, served.site, release, rules, notFoundPage)}`;
+  }
+
+  private releaseDir(served: ServedSite): string {
+    return join(this.settings.deploysRoot, served.site.user, served.site.project, served.release);
+  }
+
+  private linkOf(site: SiteAddress): string {
+    return site.preview === undefined ? join(this.settings.docsRoot, site.user, site.project) : join(this.settings.previewsRoot, site.user, site.project, site.preview);
+  }
+
+  /** Drops the plain pins whose link has reached their release: the general route serves them the same. */
+  private async dropSettledPins(): Promise<void> {
+    for (const file of await this.files.list()) {
+      const text = await this.files.read(file);
+      const pin = text === undefined ? undefined : pinOf(text);
+      if (pin?.kind !== 'plain') continue;
+      const [user, project, preview] = file.split('/')[1]!.replace(/\.caddy$/, '').split('.') as [string, string, string | undefined];
+      const site = { user, project, ...(file.startsWith('previews/') ? { preview } : {}) } as SiteAddress;
+      const target = await linkTarget(this.linkOf(site));
+      if (target !== undefined && target === (await realpath(pin.release).catch(() => undefined))) await this.files.put(file, undefined);
+    }
+  }
+
+  /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD. */
+  private async load(withCommand: boolean): Promise<void> {
+    await this.dropSettledPins();
+    await this.files.combine();
+    const response = await fetch(`http://${this.settings.caddyAdmin}/load`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/caddyfile' },
+      body: caddyfile(this.settings),
+      signal: AbortSignal.timeout(this.settings.timeoutMs),
+    }).catch((error: unknown) => {
+      throw new Error(`Caddy's admin endpoint ${this.settings.caddyAdmin} did not answer: ${(error as Error).message}`);
+    });
+    if (!response.ok) throw new Error(`Caddy refused the configuration (${response.status}): ${(await response.text()).slice(0, 300)}`);
+    if (withCommand && this.settings.webServerReload !== undefined) await runCommand(this.settings.webServerReload, this.settings.timeoutMs);
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+class CommandFailed extends Error {}
+
+function runCommand(command: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('sh', ['-c', command], { timeout: timeoutMs }, (error, _stdout, stderr) => {
+      if (error === null) resolve();
+      else reject(new CommandFailed(`WEBSERVER_RELOAD failed (${error.code ?? error.signal ?? 'error'}): ${stderr.trim().slice(0, 200)}`));
+    });
+  });
+}
