@@ -182,6 +182,58 @@ async function threadNices(): Promise<Map<number, number>> {
   return nices;
 }
 
+describe('WriterTasks: the client of the writer thread', () => {
+  it('fails the tasks in hand when the threads stop, and runs the next on new threads', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-tasks-'));
+    const writers: Worker[] = [];
+    let deaf = true;
+    // The first writer hears nothing, so its task is still in hand when it stops.
+    const threads = new FsThreads({
+      start: (script, options) => {
+        const isWriter = script.includes('writer-thread');
+        const worker = isWriter && deaf ? new Worker('setInterval(() => undefined, 1000);', { ...options, eval: true }) : new Worker(script, options);
+        if (isWriter) writers.push(worker);
+        return worker;
+      },
+    });
+    const tasks = new WriterTasks(threads);
+    try {
+      await mkdir(join(root, 'tree'));
+      const inHand = tasks.remove(join(root, 'tree')).then(
+        () => 'removed',
+        (error: Error) => error.message,
+      );
+      deaf = false;
+      await writers[0]!.terminate();
+      expect(await inHand).toMatch(/^a file-system thread stopped/);
+      await tasks.remove(join(root, 'tree'));
+      await expect(stat(join(root, 'tree'))).rejects.toMatchObject({ code: 'ENOENT' });
+      expect(writers).toHaveLength(2);
+    } finally {
+      await threads.close();
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("names the task and its path in a task's failure", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-tasks-'));
+    const threads = new FsThreads();
+    const tasks = new WriterTasks(threads);
+    try {
+      // A new objects' shard that is a file, where the store has a directory: rename(2) refuses.
+      await mkdir(join(root, 'fresh'));
+      await writeFile(join(root, 'fresh', 'ab'), 'not a shard');
+      await mkdir(join(root, 'store', 'ab'), { recursive: true });
+      await writeFile(join(root, 'store', 'ab', 'x'), 'x');
+      const failed = await tasks.adoptObjects(join(root, 'fresh'), join(root, 'store')).then(() => 'adopted', (error: Error) => error.message);
+      expect(failed.startsWith(`the writer's adopt task on ${join(root, 'fresh')}: E`)).toBe(true);
+    } finally {
+      await threads.close();
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('FsThreads: the bulk threads yield the cores to the event loop', () => {
   it.runIf(process.platform === 'linux')('runs the unpack and the writer thread at nice 10, and leaves the main thread as it was', async () => {
     const before = await threadNices();
