@@ -71,6 +71,18 @@ import { caddySnippetsDir } from './adapters/webserver/caddy/caddy-config.js';
 import { RELEASE_RULES } from './application/ports/release-rules.js';
 import { WEB_SERVER } from './application/ports/web-server.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
+import { AddDomain } from './application/add-domain.js';
+import { CheckDomain } from './application/check-domain.js';
+import { ListDomains } from './application/list-domains.js';
+import { RemoveDomain } from './application/remove-domain.js';
+import { VerifyDomain } from './application/verify-domain.js';
+import { DNS_TXT } from './application/ports/dns-txt.js';
+import { DOMAIN_LINKS } from './application/ports/domain-links.js';
+import { DOMAIN_SETTINGS } from './application/ports/domain-settings.js';
+import { DOMAIN_STORE } from './application/ports/domain-store.js';
+import { KyselyDomainStore } from './adapters/db/kysely-domain-store.js';
+import { NodeDnsTxt } from './adapters/dns/node-dns-txt.js';
+import { DOMAIN_ROOTS, NodeDomainLinks } from './adapters/fs/node-domain-links.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -119,6 +131,11 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   } else {
     c.bind(DEPLOY_LOCK).to(InProcessDeployLock).inSingletonScope();
   }
+  c.bind(DOMAIN_STORE).to(KyselyDomainStore).inSingletonScope();
+  c.bind(DNS_TXT).toConstantValue(new NodeDnsTxt(config.dnsServers));
+  c.bind(DOMAIN_ROOTS).toConstantValue({ domainsRoot: config.domainsRoot, docsRoot: config.docsRoot, replica: config.replicaId });
+  c.bind(DOMAIN_LINKS).to(NodeDomainLinks).inSingletonScope();
+  c.bind(DOMAIN_SETTINGS).toConstantValue({ max: config.domainsMax, reservedHosts: [config.publicBase, config.previewBase].map((base) => new URL(base).hostname.replace(/^\[|\]$/g, '')) });
   c.bind(CLOCK).to(SystemClock).inSingletonScope();
   c.bind(TOKEN_GENERATOR).to(RandomTokenGenerator).inSingletonScope();
   c.bind(DEPLOY_SETTINGS).toConstantValue({
@@ -129,8 +146,9 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
     sessions: { maxPerSigner: config.deploySessionsMax, ttlSeconds: config.deploySessionSeconds },
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
+  const domains = [AddDomain, ListDomains, VerifyDomain, RemoveDomain, CheckDomain];
   const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ListDeploySessions, ExpireDeploySessions];
-  for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ServeSiteRules, ...incremental]) {
+  for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ServeSiteRules, ...incremental, ...domains]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }
   return c;

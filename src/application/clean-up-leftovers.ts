@@ -1,4 +1,5 @@
 import { inject, injectable } from 'inversify';
+import { DOMAIN_LINKS, type DomainLinks } from './ports/domain-links.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { STAGING, type Staging } from './ports/staging.js';
@@ -13,9 +14,10 @@ export class CleanUpLeftovers {
     @inject(STAGING) private readonly staging: Staging,
     @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
+    @inject(DOMAIN_LINKS) private readonly domains: DomainLinks,
   ) {}
 
   async execute(): Promise<string[]> {
-    return [...(await this.staging.removeLeftovers()), ...(await this.releases.removeLeftovers()), ...(await this.previews.removeLeftovers())];
+    return [...(await this.staging.removeLeftovers()), ...(await this.releases.removeLeftovers()), ...(await this.previews.removeLeftovers()), ...(await this.domains.removeLeftovers())];
   }
 }

@@ -4,6 +4,8 @@ import { Username } from '../domain/username.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { DOMAIN_LINKS, type DomainLinks } from './ports/domain-links.js';
+import { DOMAIN_STORE, type DomainStore } from './ports/domain-store.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
@@ -13,8 +15,8 @@ import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user, its deploy keys and its open deploy sessions (and what was prepared of
- * their releases, ReleasePreparation); with files 'delete' also
+ * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (and
+ * what was prepared of their releases, ReleasePreparation); with files 'delete' also
  * its live links, previews and releases. The user lock waits for the user's running
  * deploys to publish, and those still waiting find the user gone, so no deploy writes
  * into a tree that is being removed. Sessions go because they are found by user name:
@@ -32,6 +34,8 @@ export class DeleteUser {
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
     @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
+    @inject(DOMAIN_STORE) private readonly domains: DomainStore,
+    @inject(DOMAIN_LINKS) private readonly domainLinks: DomainLinks,
   ) {}
 
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
@@ -41,6 +45,9 @@ export class DeleteUser {
       await this.keys.removeUser(user);
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
       await this.sessions.removeUser(user);
+      // Whatever happens to the files: a user created again under the name inherits no domain.
+      await this.domainLinks.unlinkSites(user);
+      await this.domains.removeUser(user);
       // What was prepared for those sessions links the user's bytes: gone with them.
       await this.preparation.forgetPreparedFor(user);
       if (input.files === 'delete') {

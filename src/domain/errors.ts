@@ -201,3 +201,37 @@ export class SiteRulesRejected extends DomainError {
     super(line === undefined ? `invalid ${file}: ${reason}` : `invalid ${file}: line ${line}: ${reason}`);
   }
 }
+
+/** Not a host name a project may be served at (syntax, an IP address, localhost, sitedrop's own hosts). */
+export class InvalidDomain extends DomainError {
+  constructor() {
+    super('invalid domain');
+  }
+}
+
+/** Another project verified this domain first. */
+export class DomainInUse extends DomainError {
+  constructor() {
+    super('domain already in use');
+  }
+}
+
+export class DomainNotFound extends DomainError {
+  constructor() {
+    super('domain not found');
+  }
+}
+
+/** A project already has DOMAINS_MAX domains. */
+export class TooManyDomains extends DomainError {
+  constructor(readonly max: number) {
+    super(`the project has ${max} domains, the most it may have`);
+  }
+}
+
+/** The challenge's TXT record was not found; `found` says what was, capped and escaped. */
+export class DomainNotVerified extends DomainError {
+  constructor(readonly found: string) {
+    super(`domain not verified: ${found}`);
+  }
+}

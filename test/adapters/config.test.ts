@@ -38,7 +38,23 @@ describe('loadConfig', () => {
       deploysMaxQueued: 64,
       uploadIdleSeconds: 30,
       uploadStallSeconds: 5,
+      domainsRoot: resolve('var/domains'),
+      domainsMax: 20,
+      dnsServers: undefined,
+      domainsHttpsPort: 443,
+      domainsTls: 'acme',
     });
+  });
+
+  it('reads the custom domain settings: DNS servers as ip or ip:port, the limit, the HTTPS port and TLS', () => {
+    const c = loadConfig({ DNS_SERVERS: '127.0.0.1:5353, 9.9.9.9,[::1]:53,::1', DOMAINS_MAX: '3', DOMAINS_ROOT: '/srv/domains', DOMAINS_HTTPS_PORT: '8443', DOMAINS_TLS: 'internal' });
+    expect(c).toMatchObject({ dnsServers: ['127.0.0.1:5353', '9.9.9.9', '[::1]:53', '::1'], domainsMax: 3, domainsRoot: '/srv/domains', domainsHttpsPort: 8443, domainsTls: 'internal' });
+    for (const bad of ['dns.example.com', '127.0.0.1:0', '127.0.0.1:70000', '1.2.3.4,', '[1.2.3.4]:53', '127.0.0.1:53x']) {
+      expect(() => loadConfig({ DNS_SERVERS: bad }), bad).toThrow(/^DNS_SERVERS must be comma-separated IP addresses, each with an optional :port/);
+    }
+    expect(() => loadConfig({ DOMAINS_MAX: '0' })).toThrow(/^DOMAINS_MAX must be a whole number from 1 to 10000/);
+    expect(() => loadConfig({ DOMAINS_HTTPS_PORT: '0' })).toThrow(/^DOMAINS_HTTPS_PORT must be a whole number from 1 to 65535/);
+    expect(() => loadConfig({ DOMAINS_TLS: 'letsencrypt' })).toThrow(/^DOMAINS_TLS must be one of acme, internal/);
   });
 
   it('reads the preview settings; PREVIEW_BASE follows PUBLIC_BASE unless set', () => {
@@ -121,6 +137,9 @@ describe('loadConfig', () => {
       ['PREVIEWS_ROOT under DOCS_ROOT (a preview served at a live address)', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('docs/_previews') }, /^DOCS_ROOT must be apart from PREVIEWS_ROOT/],
       ['PREVIEWS_ROOT equal to DEPLOYS_ROOT', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('deploys') }, /^DEPLOYS_ROOT must be apart from PREVIEWS_ROOT/],
       ['DOCS_ROOT under PREVIEWS_ROOT', { DOCS_ROOT: at('previews/docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('previews') }, /^DOCS_ROOT must be apart from PREVIEWS_ROOT/],
+      ['DOMAINS_ROOT under DOCS_ROOT (a host link served as a site)', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), DOMAINS_ROOT: at('docs/domains') }, /^DOCS_ROOT must be apart from DOMAINS_ROOT/],
+      ['DOMAINS_ROOT equal to PREVIEWS_ROOT', { DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('p'), DOMAINS_ROOT: at('p') }, /^PREVIEWS_ROOT must be apart from DOMAINS_ROOT/],
+      ['DATA_DIR under DOMAINS_ROOT', { DATA_DIR: at('domains/data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('previews'), DOMAINS_ROOT: at('domains') }, /^DATA_DIR must be outside DOMAINS_ROOT/],
       ['DATA_DIR under PREVIEWS_ROOT', { DATA_DIR: at('previews/data'), DOCS_ROOT: at('docs'), DEPLOYS_ROOT: at('deploys'), PREVIEWS_ROOT: at('previews') }, /^DATA_DIR must be outside PREVIEWS_ROOT/],
     ])('refuses %s, naming both variables', (_name, env, message) => {
       expect(() => loadConfig(env)).toThrow(message);

@@ -18,6 +18,7 @@ import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
 import { sha256 } from '../support/sha256.js';
+import { InMemoryDomainLinks, InMemoryDomainStore } from '../support/domain-fakes.js';
 
 const alice = 'alice' as Username;
 const TOKEN = 'A'.repeat(32);
@@ -52,7 +53,7 @@ async function world() {
       return { keyId: id, token: token as string };
     },
     revoke: new RevokeDeployKey(keys, lock, sessions, disk.objects, disk.staging),
-    deleteProject: new DeleteProject(disk.store, lock, keys, previews, sessions, disk.objects, disk.staging, new InMemoryWebServer()),
+    deleteProject: new DeleteProject(disk.store, lock, keys, previews, sessions, disk.objects, disk.staging, new InMemoryWebServer(), new InMemoryDomainStore(), new InMemoryDomainLinks()),
     /** Moves the clock on: every session opened so far goes unused that long. */
     idle: (seconds: number) => (clock.current = new Date(clock.current.getTime() + seconds * 1000)),
     publish: (id: string) => new PublishDeploySession(access, sessions, disk.staging, disk.objects, publisher, clock).execute({ user: alice, token: TOKEN, id }),

@@ -12,6 +12,7 @@ import { InvalidProjectName, InvalidReleaseId, NothingToRollBackTo, ProjectNotFo
 import type { Token } from '../../src/domain/token.js';
 import type { Username } from '../../src/domain/username.js';
 import { bytes, FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { InMemoryDomainLinks, InMemoryDomainStore } from '../support/domain-fakes.js';
 
 const alice = 'alice' as Username;
 
@@ -43,7 +44,7 @@ async function world() {
     listProjects: new ListProjects(releases),
     listReleases: new ListReleases(releases, records),
     rollback: new RollbackRelease(releases, lock, records, disk.rules, webServer, precompression),
-    deleteProject: new DeleteProject(releases, lock, keys, previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer),
+    deleteProject: new DeleteProject(releases, lock, keys, previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer, new InMemoryDomainStore(), new InMemoryDomainLinks()),
     listUsers: new ListUsers(tokens, releases),
   };
 }

@@ -26,6 +26,7 @@ import {
   InMemoryWebServer,
   QueuedPrecompression,
 } from '../support/fakes.js';
+import { InMemoryDomainLinks, InMemoryDomainStore } from '../support/domain-fakes.js';
 
 const alice = 'alice' as Username;
 const docs = 'docs' as ProjectName;
@@ -69,7 +70,7 @@ async function world() {
     rollback: new RollbackRelease(disk.store, lock, records, disk.rules, webServer, new QueuedPrecompression()),
     promote: new PromotePreview(disk.store, lock, prune, records, disk.rules, webServer, new QueuedPrecompression()),
     deletePreview: new DeletePreview(previews, lock, prune, webServer),
-    deleteProject: new DeleteProject(disk.store, lock, new InMemoryDeployKeyStore(), previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer),
+    deleteProject: new DeleteProject(disk.store, lock, new InMemoryDeployKeyStore(), previews, new InMemoryDeploySessions(), disk.objects, disk.staging, webServer, new InMemoryDomainStore(), new InMemoryDomainLinks()),
     serveAll: new ServeSiteRules(tokens, disk.store, previews, disk.rules, webServer),
   };
 }

@@ -10,6 +10,7 @@ import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { InMemoryDeployKeyStore, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryDeploys, InMemoryTokenStore, SequenceTokenGenerator, InMemoryWebServer } from '../support/fakes.js';
+import { InMemoryDomainLinks, InMemoryDomainStore } from '../support/domain-fakes.js';
 
 function world() {
   const tokens = new InMemoryTokenStore();
@@ -24,7 +25,7 @@ function world() {
     disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging, new InMemoryWebServer()),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging, new InMemoryWebServer(), new InMemoryDomainStore(), new InMemoryDomainLinks()),
     authenticate: new AuthenticateUser(tokens),
   };
 }

@@ -26,6 +26,11 @@ describe('webserver-config, as `npm run webserver-config` runs it (the built ent
     expect(conf).toContain('listen 127.0.0.1:18765;');
     expect(conf).toContain('listen 18766;');
     expect(conf).toContain('server_name previews.example.test;');
+    // PUBLIC_BASE's host keeps its server by name; every other host on its port is a custom domain's.
+    expect(conf).toContain('server_name 127.0.0.1;');
+    expect(conf).toContain('listen 127.0.0.1:18765 default_server;');
+    expect(conf).not.toContain('listen 18766 default_server;');
+    expect(conf).toContain(`set $sitedrop_link ${join(dir, 'data', 'domains')}/$host;`);
     expect(conf).toContain(`set $sitedrop_link ${join(dir, 'data', 'previews')}/$sitedrop_user/$sitedrop_project/$sitedrop_preview;`);
     expect(conf).toContain(`js_import sitedrop from ${join(dir, 'out', 'sitedrop-router.js')};`);
     expect(await readFile(join(dir, 'out', 'modules.conf'), 'utf8')).toMatch(/^load_module \/usr\/lib\/nginx\/modules\/ngx_http_js_module\.so;$/m);

@@ -8,6 +8,14 @@ export type PreviewsAnswer = Json & { readonly previews: readonly { name: string
 export type LiveAnswer = Json & { readonly release: string; readonly previous: string | null };
 export type KeyAnswer = Json & { readonly id: string; readonly token: string };
 export type KeysAnswer = Json & { readonly keys: readonly { id: string; name: string; scope: string; expiresAt: string | null; lastUsedAt: string | null }[] };
+/** A custom domain, and the TXT record that proves it. */
+export interface DomainVerification {
+  readonly type: 'TXT';
+  readonly name: string;
+  readonly value: string;
+}
+export type DomainAnswer = Json & { readonly domain: string; readonly verified: boolean; readonly verification: DomainVerification };
+export type DomainsAnswer = Json & { readonly domains: readonly { domain: string; verified: boolean; verifiedAt: string | null; verification: DomainVerification }[] };
 export type TokenAnswer = Json & { readonly token: string };
 export type UsersAnswer = Json & { readonly users: readonly { username: string; projects: number }[] };
 

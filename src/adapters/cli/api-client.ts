@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { ManifestFile } from '../../domain/manifest.js';
-import type { KeyAnswer, KeysAnswer, LiveAnswer, NewKey, PreviewsAnswer, ProjectsAnswer, ReleasesAnswer, TokenAnswer, UsersAnswer } from './api-answers.js';
+import type { DomainAnswer, DomainsAnswer, KeyAnswer, KeysAnswer, LiveAnswer, NewKey, PreviewsAnswer, ProjectsAnswer, ReleasesAnswer, TokenAnswer, UsersAnswer } from './api-answers.js';
 import { formContentType, newBoundary, streamedForm } from './multipart.js';
 
 /** The server answered with an error: its message is printed and the exit code is 1. */
@@ -128,6 +128,22 @@ export class ApiClient {
 
   async revokeKey(project: string, id: string): Promise<void> {
     await this.call('DELETE', `${ApiClient.project(project)}/keys/${encodeURIComponent(id)}`);
+  }
+
+  addDomain(project: string, domain: string): Promise<DomainAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/domains`, { domain }) as Promise<DomainAnswer>;
+  }
+
+  domains(project: string): Promise<DomainsAnswer> {
+    return this.call('GET', `${ApiClient.project(project)}/domains`) as Promise<DomainsAnswer>;
+  }
+
+  verifyDomain(project: string, domain: string): Promise<DomainAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/domains/${encodeURIComponent(domain)}/verify`) as Promise<DomainAnswer>;
+  }
+
+  async removeDomain(project: string, domain: string): Promise<void> {
+    await this.call('DELETE', `${ApiClient.project(project)}/domains/${encodeURIComponent(domain)}`);
   }
 
   /** Creates the user, or rerolls the token of one that exists: the server does whichever applies. */

@@ -11,6 +11,7 @@ import { ServerError } from './api-client.js';
 import { adminCommand } from './commands/admin.js';
 import { deleteProjectCommand } from './commands/delete-project.js';
 import { deployCommand } from './commands/deploy.js';
+import { domainsCommand } from './commands/domains.js';
 import { keysCommand } from './commands/keys.js';
 import { previewsCommands } from './commands/previews.js';
 import { projectsCommand } from './commands/projects.js';
@@ -22,7 +23,7 @@ import { err } from './output.js';
 import { UsageError } from './usage-error.js';
 
 /** The commands, in the order `--help` lists them: each module adds its own. */
-const COMMANDS = [deployCommand, projectsCommand, releasesCommand, rollbackCommand, previewsCommands, deleteProjectCommand, keysCommand, adminCommand];
+const COMMANDS = [deployCommand, projectsCommand, releasesCommand, rollbackCommand, previewsCommands, deleteProjectCommand, keysCommand, domainsCommand, adminCommand];
 
 export function program(): Command {
   const cli = new Command('sitedrop')

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { redactUrl } from '../db/redact-url.js';
 import { LOG_LEVELS, type LogLevel } from '../log/logger.js';
+import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
 import { assertDisjointRoots } from './roots.js';
@@ -54,6 +55,16 @@ export interface Config {
   readonly webServerReload: string | undefined;
   /** CADDY_ADMIN: Caddy's admin endpoint (host:port), when Caddy serves the sites and sitedrop configures it per site. */
   readonly caddyAdmin: string | undefined;
+  /** DOMAINS_ROOT: one link per verified custom domain, `<host>` -> `DOCS_ROOT/<user>/<project>`. */
+  readonly domainsRoot: string;
+  /** DOMAINS_MAX: custom domains a project may claim. */
+  readonly domainsMax: number;
+  /** DNS_SERVERS: where verification looks TXT records up (`ip` or `ip:port`); undefined, the system's resolvers. */
+  readonly dnsServers: readonly string[] | undefined;
+  /** DOMAINS_HTTPS_PORT: where Caddy serves verified domains over HTTPS. */
+  readonly domainsHttpsPort: number;
+  /** DOMAINS_TLS: Caddy's certificates for domains, from Let's Encrypt or its own internal CA. */
+  readonly domainsTls: 'acme' | 'internal';
 }
 
 export { ConfigError };
@@ -128,6 +139,24 @@ function replicaId(env: Env): string {
   return raw;
 }
 
+/** `ip`, `ip:port` or `[ipv6]:port`, as node:dns's setServers takes them. */
+function dnsServer(entry: string): boolean {
+  const port = (text: string) => /^\d{1,5}$/.test(text) && Number(text) >= 1 && Number(text) <= 65535;
+  if (isIP(entry) !== 0) return true;
+  const v6 = /^\[(.+)\]:(\d+)$/.exec(entry);
+  if (v6) return isIP(v6[1] ?? '') === 6 && port(v6[2] ?? '');
+  const v4 = /^([^:]+):(\d+)$/.exec(entry);
+  return v4 !== null && isIP(v4[1] ?? '') === 4 && port(v4[2] ?? '');
+}
+
+function dnsServers(env: Env): string[] | undefined {
+  const raw = optionalText(env, 'DNS_SERVERS');
+  if (raw === undefined) return undefined;
+  const servers = raw.split(',').map((s) => s.trim());
+  if (!servers.every(dnsServer)) throw new ConfigError('DNS_SERVERS', 'comma-separated IP addresses, each with an optional :port', raw);
+  return servers;
+}
+
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -142,9 +171,10 @@ export function loadConfig(env: Env = process.env): Config {
   const docsRoot = path(env, 'DOCS_ROOT', resolve(dataDir, 'docs'));
   const deploysRoot = path(env, 'DEPLOYS_ROOT', resolve(dataDir, 'deploys'));
   const previewsRoot = path(env, 'PREVIEWS_ROOT', resolve(dataDir, 'previews'));
+  const domainsRoot = path(env, 'DOMAINS_ROOT', resolve(dataDir, 'domains'));
   const database = databaseUrl(env, dataDir);
   const sqliteFile = database.startsWith('sqlite:') ? resolve(database.slice('sqlite:'.length)) : undefined;
-  assertDisjointRoots({ DATA_DIR: dataDir, DOCS_ROOT: docsRoot, DEPLOYS_ROOT: deploysRoot, PREVIEWS_ROOT: previewsRoot, ...(sqliteFile ? { DATABASE_URL: sqliteFile } : {}) });
+  assertDisjointRoots({ DATA_DIR: dataDir, DOCS_ROOT: docsRoot, DEPLOYS_ROOT: deploysRoot, PREVIEWS_ROOT: previewsRoot, DOMAINS_ROOT: domainsRoot, ...(sqliteFile ? { DATABASE_URL: sqliteFile } : {}) });
   const sites = baseUrl(env, 'PUBLIC_BASE', 'http://localhost:8081');
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -184,5 +214,10 @@ export function loadConfig(env: Env = process.env): Config {
     uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
     webServerReload: optionalText(env, 'WEBSERVER_RELOAD'),
     caddyAdmin: optionalText(env, 'CADDY_ADMIN'),
+    domainsRoot,
+    domainsMax: integer(env, 'DOMAINS_MAX', 20, 1, 10_000),
+    dnsServers: dnsServers(env),
+    domainsHttpsPort: integer(env, 'DOMAINS_HTTPS_PORT', 443, 1, 65535),
+    domainsTls: oneOf(env, 'DOMAINS_TLS', ['acme', 'internal'] as const, 'acme'),
   };
 }

@@ -22,12 +22,14 @@ export interface Roots {
   readonly DOCS_ROOT: string;
   readonly DEPLOYS_ROOT: string;
   readonly PREVIEWS_ROOT: string;
+  /** Custom domains' host links, read by the web server. */
+  readonly DOMAINS_ROOT: string;
   /** The SQLite file, when the database is one. */
   readonly DATABASE_URL?: string;
 }
 
 /**
- * The web server publishes DOCS_ROOT and PREVIEWS_ROOT; users' releases, staging and
+ * The web server publishes DOCS_ROOT, PREVIEWS_ROOT and DOMAINS_ROOT; users' releases, staging and
  * trash live in DEPLOYS_ROOT. Nested or equal, one user's project could land in another's
  * tree, a preview be served at a live address, and the web server serve staging areas,
  * the admin token or the database. DATA_DIR may hold the roots (the default), never sit
@@ -35,7 +37,7 @@ export interface Roots {
  */
 export function assertDisjointRoots(roots: Roots): void {
   const real = Object.fromEntries(Object.entries(roots).map(([name, path]) => [name, resolvedPath(path)])) as Record<keyof Roots, string>;
-  const served = ['DOCS_ROOT', 'DEPLOYS_ROOT', 'PREVIEWS_ROOT'] as const;
+  const served = ['DOCS_ROOT', 'DEPLOYS_ROOT', 'PREVIEWS_ROOT', 'DOMAINS_ROOT'] as const;
   served.forEach((root, i) => {
     for (const earlier of served.slice(0, i)) {
       if (within(real[earlier], real[root]) || within(real[root], real[earlier])) {

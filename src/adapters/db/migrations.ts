@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, Migrator, PostgresAdapter } from 'kysely';
+import { type Kysely, type Migration, Migrator, PostgresAdapter, sql } from 'kysely';
 import { manifestOf, type Digest } from '../../domain/manifest.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 
@@ -79,6 +79,24 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
     async up(db: Kysely<unknown>) {
       await db.schema.alterTable('deploys').addColumn('preview', 'varchar(64)').execute();
       await db.schema.alterTable('deploy_sessions').addColumn('key_id', 'varchar(36)').execute();
+    },
+  },
+  // Custom domains: a claim per (user, project, domain); the partial unique index lets
+  // any number of projects claim a domain and at most one have it verified, even when two race.
+  '2026-12-20-007-domains': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('domains')
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('project', 'varchar(64)', (c) => c.notNull())
+        .addColumn('domain', 'varchar(253)', (c) => c.notNull())
+        .addColumn('challenge', 'varchar(64)', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('verified_at', 'varchar(32)')
+        .addPrimaryKeyConstraint('domains_pk', ['username', 'project', 'domain'])
+        .execute();
+      await db.schema.createIndex('domains_domain').on('domains').column('domain').execute();
+      await db.schema.createIndex('domains_verified').on('domains').column('domain').unique().where(sql.ref('verified_at'), 'is not', null).execute();
     },
   },
 };

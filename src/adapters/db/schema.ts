@@ -48,9 +48,20 @@ export interface DeploySessionsTable {
   expires_at: string;
 }
 
+export interface DomainsTable {
+  username: string;
+  project: string;
+  domain: string;
+  challenge: string;
+  created_at: string;
+  /** Null until the challenge's TXT record was seen. */
+  verified_at: string | null;
+}
+
 export interface Schema {
   users: UsersTable;
   deploys: DeploysTable;
   deploy_keys: DeployKeysTable;
   deploy_sessions: DeploySessionsTable;
+  domains: DomainsTable;
 }

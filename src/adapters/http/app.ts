@@ -5,6 +5,7 @@ import { drainUnreadBody, errorHandler, notFound, requestLog } from './middlewar
 import { cliRoutes } from './routes/cli.js';
 import { deployRoutes } from './routes/deploy.js';
 import { deploySessionRoutes } from './routes/deploy-sessions.js';
+import { domainRoutes } from './routes/domains.js';
 import { keyRoutes } from './routes/keys.js';
 import { metaRoutes } from './routes/meta.js';
 import { previewRoutes } from './routes/previews.js';
@@ -30,6 +31,7 @@ export function createApp(deps: HttpDeps): express.Express {
   projectRoutes(app, deps, auth);
   keyRoutes(app, deps, auth);
   previewRoutes(app, deps, auth);
+  domainRoutes(app, deps, auth);
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

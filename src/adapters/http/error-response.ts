@@ -5,6 +5,11 @@ import {
   DeployKeyNotFound,
   DeploySessionNotFound,
   DomainError,
+  DomainInUse,
+  DomainNotFound,
+  DomainNotVerified,
+  InvalidDomain,
+  TooManyDomains,
   InvalidKeyExpiry,
   InvalidPreviewName,
   InvalidKeyName,
@@ -70,11 +75,18 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof InvalidKeyName) return respond(400, 'key name must be 1 to 64 characters, none of them control characters');
     if (error instanceof InvalidKeyScope) return respond(400, "scope must be 'deploy' or 'preview'");
     if (error instanceof InvalidKeyExpiry) return respond(400, `expiresInDays must be a whole number from 1 to ${error.maxDays}`);
+    if (error instanceof InvalidDomain) return respond(400, 'invalid domain');
     if (error instanceof Unauthorized) return respond(401, 'unauthorized');
     if (error instanceof ProjectNotFound) return respond(404, 'project not found');
     if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
     if (error instanceof DeployKeyNotFound) return respond(404, 'key not found');
     if (error instanceof PreviewNotFound) return respond(404, 'preview not found');
+    if (error instanceof DomainNotFound) return respond(404, 'domain not found');
+    // 409: another project's verified claim, the project's own domains, or the DNS as it
+    // stands are in the way; the message says what the lookup found, capped and escaped.
+    if (error instanceof DomainInUse) return respond(409, 'domain already in use');
+    if (error instanceof TooManyDomains) return respond(409, 'too many domains');
+    if (error instanceof DomainNotVerified) return respond(409, error.message);
     // 409: the project's state, not the request, is in the way; deleting a preview clears it.
     if (error instanceof TooManyPreviews) return respond(409, `too many previews: PREVIEWS_MAX allows ${error.max} per project, delete one first`);
     if (error instanceof NothingToRollBackTo) return respond(409, 'no older release to roll back to');
