@@ -82,7 +82,7 @@ import { DOMAIN_SETTINGS } from './application/ports/domain-settings.js';
 import { DOMAIN_STORE } from './application/ports/domain-store.js';
 import { KyselyDomainStore } from './adapters/db/kysely-domain-store.js';
 import { NodeDnsTxt } from './adapters/dns/node-dns-txt.js';
-import { DOMAIN_ROOTS, NodeDomainLinks } from './adapters/fs/node-domain-links.js';
+import { DOMAIN_ROOTS, NodeDomainLinks } from './adapters/fs/publish/node-domain-links.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 

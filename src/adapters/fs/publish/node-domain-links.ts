@@ -1,11 +1,11 @@
 import { readdir, readlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
-import type { DomainLinks } from '../../application/ports/domain-links.js';
-import type { DomainName } from '../../domain/custom-domain.js';
-import type { ProjectName } from '../../domain/project-name.js';
-import type { Username } from '../../domain/username.js';
-import { fsyncDirectory, mkdirDurable } from './durability.js';
+import type { DomainLinks } from '../../../application/ports/domain-links.js';
+import type { DomainName } from '../../../domain/custom-domain.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import type { Username } from '../../../domain/username.js';
+import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 
 export interface DomainRoots {
