@@ -9,6 +9,23 @@ const outerWorld = [
   { group: ['**/container', '**/container.js', '**/main', '**/main.js', '**/service', '**/service.js'], message: 'inner layers never reach the composition root' },
 ];
 
+/**
+ * Code run on the unpack and writer threads (src/adapters/fs/unpack, write): each is an
+ * isolate of its own, doing synchronous work in a loop. It may import the domain, Node's
+ * built-ins, tar (unpack), its own folder, and of the rest of the adapter only what both
+ * sides of a thread share: the protocol, the op encoding, the flow control, the object
+ * names. Nothing of the main thread's (its async fs, the container, its services).
+ */
+const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings'];
+const onThreads = [
+  {
+    // Any path out of the folder but to the shared files above and to the domain.
+    regex: `^\\.\\./(?!(?:${threadShared.join('|')})\\.js$|\\.\\./\\.\\./domain/)`,
+    message: 'code run on the unpack and writer threads imports only the protocol, the op encoding, the object names and the domain',
+  },
+  { group: ['inversify', 'express', 'express/*', 'busboy', 'kysely', 'kysely/*', 'better-sqlite3', 'pg', 'pino', 'prom-client', 'node:fs/promises', 'fs/promises'], message: 'the unpack and writer threads do synchronous work only, with no framework' },
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'var/**', 'bench/results/**', 'bench/.fixtures/**'] },
   js.configs.recommended,
@@ -37,5 +54,9 @@ export default tseslint.config(
   {
     files: ['src/application/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: outerWorld }] },
+  },
+  {
+    files: ['src/adapters/fs/unpack/**/*.ts', 'src/adapters/fs/write/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: onThreads }] },
   },
 );

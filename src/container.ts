@@ -53,17 +53,18 @@ import { databaseKind, openDatabase, postgresPool } from './adapters/db/database
 import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
-import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/archive-extractor.js';
-import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/deploys-tree.js';
-import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/fs-threads.js';
-import { trimHeap } from './adapters/fs/heap-trim.js';
-import { ManifestMemory } from './adapters/fs/manifest-memory.js';
-import { ProjectContent } from './adapters/fs/project-content.js';
-import { NodeReleaseStore } from './adapters/fs/node-release-store.js';
-import { NodeSessionObjects } from './adapters/fs/node-session-objects.js';
-import { NodeStaging } from './adapters/fs/node-staging.js';
-import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/node-preview-links.js';
-import { ReleaseRulesFiles } from './adapters/fs/release-rules-files.js';
+import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/threads/archive-extractor.js';
+import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/layout/deploys-tree.js';
+import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/threads/fs-threads.js';
+import { WRITER_TASKS, WriterTasks } from './adapters/fs/threads/writer-tasks.js';
+import { trimHeap } from './adapters/fs/threads/heap-trim.js';
+import { ManifestMemory } from './adapters/fs/store/manifest-memory.js';
+import { ProjectContent } from './adapters/fs/store/project-content.js';
+import { NodeReleaseStore } from './adapters/fs/publish/node-release-store.js';
+import { NodeSessionObjects } from './adapters/fs/staging/node-session-objects.js';
+import { NodeStaging } from './adapters/fs/staging/node-staging.js';
+import { NodePreviewLinks, PREVIEW_ROOTS } from './adapters/fs/publish/node-preview-links.js';
+import { ReleaseRulesFiles } from './adapters/fs/publish/release-rules-files.js';
 import { NginxWebServer } from './adapters/webserver/nginx/nginx-web-server.js';
 import { CADDY_SETTINGS, CaddyWebServer } from './adapters/webserver/caddy/caddy-web-server.js';
 import { CaddyDomainLinks } from './adapters/webserver/caddy/caddy-domain-links.js';
@@ -84,7 +85,7 @@ import { DOMAIN_SETTINGS } from './application/ports/domain-settings.js';
 import { DOMAIN_STORE } from './application/ports/domain-store.js';
 import { KyselyDomainStore } from './adapters/db/kysely-domain-store.js';
 import { NodeDnsTxt } from './adapters/dns/node-dns-txt.js';
-import { DOMAIN_ROOTS, NodeDomainLinks } from './adapters/fs/node-domain-links.js';
+import { DOMAIN_ROOTS, NodeDomainLinks } from './adapters/fs/publish/node-domain-links.js';
 import { InProcessDeployLock } from './adapters/lock/in-process-deploy-lock.js';
 import { LOCK_DATABASE, PostgresDeployLock } from './adapters/lock/postgres-deploy-lock.js';
 
@@ -99,6 +100,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(RELEASE_ROOTS).toConstantValue({ docsRoot: config.docsRoot, deploysRoot: config.deploysRoot, replica: config.replicaId });
   const threads = new FsThreads({ unpackHeapMb: unpackHeapMb(config.deploysMaxConcurrent, config.maxFiles), whenIdle: trimHeap });
   c.bind(FS_THREADS).toConstantValue(threads);
+  c.bind(WRITER_TASKS).toConstantValue(new WriterTasks(threads));
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
   // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.
   c.bind(DeploysTree).toSelf().inSingletonScope();

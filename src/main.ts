@@ -1,7 +1,7 @@
 import { resolveAdminToken } from './adapters/config/admin-token.js';
 import { ConfigError, loadConfig } from './adapters/config/config.js';
 import { redactUrl } from './adapters/db/redact-url.js';
-import { syncfsMethod } from './adapters/fs/durability.js';
+import { syncfsMethod } from './adapters/fs/layout/durability.js';
 import { PinoLogger } from './adapters/log/logger.js';
 import { startService } from './service.js';
 

@@ -5,7 +5,7 @@ import { ExpirePreviews } from './application/expire-previews.js';
 import { ServeSiteRules } from './application/serve-site-rules.js';
 import { ExpireDeploySessions } from './application/expire-deploy-sessions.js';
 import type { Config } from './adapters/config/config.js';
-import { FS_THREADS } from './adapters/fs/fs-threads.js';
+import { FS_THREADS } from './adapters/fs/threads/fs-threads.js';
 import { NodePrecompression } from './adapters/precompress/node-precompression.js';
 import { createApp } from './adapters/http/app.js';
 import { loadCliBundle } from './adapters/http/cli-bundle.js';

@@ -179,166 +179,9 @@ export function assertPaxKeys(keys: readonly string[], global: boolean, rawPath:
   if (forbidden) throw new ArchiveRejected(`a global pax header may not set ${forbidden}`);
 }
 
-/** Leading bytes of compressed formats; a tar header never starts with these in a valid name. */
-const COMPRESSED: readonly (readonly [string, readonly number[]])[] = [
-  ['gzip', [0x1f, 0x8b]],
-  ['zstd', [0x28, 0xb5, 0x2f, 0xfd]],
-  ['xz', [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]],
-  ['bzip2', [0x42, 0x5a, 0x68]],
-  ['lz4', [0x04, 0x22, 0x4d, 0x18]],
-  ['compress (.Z)', [0x1f, 0x9d]],
-  ['lzip', [0x4c, 0x5a, 0x49, 0x50]],
-];
-
-export const TAR_BLOCK = 512;
-
-function isTarHeader(block: Uint8Array): boolean {
-  if (block.every((byte) => byte === 0)) return true;
-  const field = new TextDecoder('latin1').decode(block.subarray(148, 156)).replace(/[\0 ]+$/, '').trim();
-  if (!/^[0-7]{1,8}$/.test(field)) return false;
-  let sum = 0;
-  for (let i = 0; i < TAR_BLOCK; i += 1) sum += i >= 148 && i < 156 ? 0x20 : (block[i] ?? 0);
-  return sum === parseInt(field, 8);
-}
-
-/**
- * The first block of the inflated stream must be a tar header. sitedrop's own gunzip is
- * the only decompression: the tar parser would inflate a second gzip or zstd layer itself,
- * outside every cap, so a stream that is compressed again is refused before it is parsed.
- * `head` is the first TAR_BLOCK bytes, or fewer when the stream ended sooner.
- */
-export function assertTarStart(head: Uint8Array): void {
-  const starts = (magic: readonly number[]) => magic.every((byte, i) => head[i] === byte);
-  // gzip and zstd first: node-tar would decompress those whatever the rest of the block says.
-  const twice = COMPRESSED.slice(0, 2).find(([, magic]) => starts(magic));
-  if (twice) throw compressedTwice(twice[0]);
-  if (head.length === TAR_BLOCK && isTarHeader(head)) return;
-  const other = COMPRESSED.slice(2).find(([, magic]) => starts(magic));
-  if (other) throw compressedTwice(other[0]);
-  throw new ArchiveRejected('the inflated stream is not a tar archive');
-}
-
-function compressedTwice(kind: string): ArchiveRejected {
-  return new ArchiveRejected(`archive is compressed twice: the inflated stream is ${kind}, not tar (upload a .tar.gz compressed once)`);
-}
-
-/** Zeros after the tar end-of-archive marker beyond this are a bomb, not padding (records are 10 KiB). */
-const MAX_TRAILER_BYTES = 1024 * 1024;
-
-/**
- * The inflated byte stream of one archive, before and after the tar end marker: caps
- * what a small upload may inflate to (headers and PAX records on top of the file bytes)
- * and what may follow the end marker.
- */
-export class InflatedStream {
-  private readonly cap: number;
-  private total = 0;
-  private trailer = 0;
-
-  constructor(limits: ArchiveLimits) {
-    this.cap = limits.maxBytes + limits.maxFiles * 3 * TAR_BLOCK + 64 * 1024 * 1024;
-  }
-
-  /** Counts inflated bytes; `afterEnd` when they follow the tar end marker. */
-  take(bytes: number, afterEnd: boolean): void {
-    this.total += bytes;
-    if (this.total > this.cap) throw new ArchiveRejected(`archive decompresses to more than ${this.cap} bytes`);
-    if (!afterEnd) return;
-    this.trailer += bytes;
-    if (this.trailer > MAX_TRAILER_BYTES) throw new ArchiveRejected('unexpected data after the end of the tar archive');
-  }
-}
-
 /** GNU tar stops at the first zero block; entries node-tar would still read after it are not what tar extracts. */
 export function assertNotAfterLoneZeroBlock(sawZeroBlock: boolean, rawPath: string): void {
   if (sawZeroBlock) throw new ArchiveRejected(`entries after a lone zero block (tar stops reading there): ${shownName(rawPath)}`);
-}
-
-/**
- * The running account of one archive: enforces the limits while entries stream in,
- * refuses duplicates and file/directory clashes, and says which directories an entry
- * needs that do not exist yet, so a writer creates each directory exactly once.
- */
-export class ArchiveLedger {
-  private readonly seen = new Map<string, 'file' | 'explicit-dir' | 'implicit-dir'>([['', 'explicit-dir']]);
-  private entryCount = 0;
-  private fileCount = 0;
-  private byteCount = 0;
-
-  constructor(private readonly limits: ArchiveLimits) {}
-
-  /** Files and directories created, those only implied by a path included; the root excepted. */
-  get entries(): number {
-    return this.entryCount;
-  }
-
-  get files(): number {
-    return this.fileCount;
-  }
-
-  get bytes(): number {
-    return this.byteCount;
-  }
-
-  /** Records an entry; returns the directories to create for it, parents first. */
-  admit(kind: EntryKind, path: string, size: number): string[] {
-    if (path === '') {
-      if (kind === 'file') throw new ArchiveRejected('a file cannot be the archive root');
-      return [];
-    }
-    this.byteCount += size;
-    if (this.byteCount > this.limits.maxBytes) {
-      throw new ArchiveRejected(`archive unpacks to more than ${this.limits.maxBytes} bytes`);
-    }
-
-    const previous = this.seen.get(path);
-    if (previous === 'file' || previous === 'explicit-dir') {
-      if ((previous === 'file') !== (kind === 'file')) throw new ArchiveRejected(`a file and a directory share the path: ${shownName(path)}`);
-      throw new ArchiveRejected(`duplicate path: ${shownName(path)}`);
-    }
-    if (previous === 'implicit-dir') {
-      if (kind === 'file') throw new ArchiveRejected(`a file and a directory share the path: ${shownName(path)}`);
-      this.seen.set(path, 'explicit-dir');
-      return [];
-    }
-
-    const created = this.missingParents(path);
-    this.seen.set(path, kind === 'file' ? 'file' : 'explicit-dir');
-    if (kind === 'directory') created.push(path);
-    else this.fileCount += 1;
-    // What reaches the disk is counted, directories a path implies included: otherwise a
-    // few deep paths create thousands of directories under a small MAX_FILES.
-    this.entryCount += created.length + (kind === 'file' ? 1 : 0);
-    if (this.entryCount > this.limits.maxFiles) {
-      throw new ArchiveRejected(`archive has more than ${this.limits.maxFiles} files and directories`);
-    }
-    return created;
-  }
-
-  /** Whether a file was admitted at `path` (as the path rules write it). */
-  holdsFile(path: string): boolean {
-    return this.seen.get(path) === 'file';
-  }
-
-  /** Called at the end of the archive: a site needs at least one file. */
-  assertComplete(): void {
-    if (this.fileCount === 0) throw new ArchiveRejected('archive contains no files');
-  }
-
-  private missingParents(path: string): string[] {
-    const missing: string[] = [];
-    let cut = path.lastIndexOf('/');
-    while (cut > 0) {
-      const parent = path.slice(0, cut);
-      const state = this.seen.get(parent);
-      if (state === 'file') throw new ArchiveRejected(`a file and a directory share the path: ${shownName(parent)}`);
-      if (state !== undefined) break;
-      this.seen.set(parent, 'implicit-dir');
-      missing.push(parent);
-      cut = parent.lastIndexOf('/');
-    }
-    return missing.reverse();
-  }
 }
 
 /**
@@ -351,7 +194,43 @@ export function refuseIgnoredEntry(tarType: string, rawPath: string, meta: boole
   throw new ArchiveRejected(`entry type ${tarType} is not allowed: ${shownName(rawPath)}`);
 }
 
-/** A stream its parser could not read; the parser's words are shown as a name is. */
-export function unreadable(format: 'gzip' | 'tar', message: string): ArchiveRejected {
-  return new ArchiveRejected(format === 'gzip' ? `not a valid gzip stream: ${shownName(message)}` : `invalid tar archive: ${shownName(message)}`);
+
+/**
+ * A pax header's keys as the parser met them, or why they could not be read (paxKeys);
+ * none when the entry has no such header.
+ */
+export type PaxFacts = readonly string[] | ArchiveRejected | undefined;
+
+/** What the tar parser says of one entry, before anything of it is written. */
+export interface EntryFacts {
+  /** The tar type name (node-tar's: 'File', 'Directory', 'SymbolicLink'...). */
+  readonly tarType: string;
+  /** The name the entry will have: the header block's, or a pax `path` record's. */
+  readonly path: string;
+  /** The name in the header block itself, which a pax `path` record may have replaced. */
+  readonly headerName: string;
+  /** Whether a lone zero block came before the entry. */
+  readonly afterZeroBlock: boolean;
+  readonly pax: PaxFacts;
+  readonly globalPax: PaxFacts;
+}
+
+function checkPax(keys: PaxFacts, global: boolean, rawPath: string): void {
+  if (keys instanceof ArchiveRejected) throw keys;
+  if (keys) assertPaxKeys(keys, global, rawPath);
+}
+
+/**
+ * Every check of one tar entry, in order: nothing after a lone zero block (where tar
+ * stops), no `..` in either of its names (another tool would use the header's), pax
+ * records tar would read otherwise, then its kind and its path. Returns the kind and the
+ * path relative to the release root ('' is the root).
+ */
+export function checkEntry(facts: EntryFacts): { kind: EntryKind; path: string } {
+  assertNotAfterLoneZeroBlock(facts.afterZeroBlock, facts.path);
+  assertNoDotDot(facts.headerName);
+  checkPax(facts.pax, false, facts.path);
+  checkPax(facts.globalPax, true, facts.path);
+  const kind = entryKind(facts.tarType, facts.path);
+  return { kind, path: normaliseEntryPath(facts.path) };
 }

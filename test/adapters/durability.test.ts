@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syncFilesystem, syncFilesystemBySpawn, syncfsMethod } from '../../src/adapters/fs/durability.js';
+import { syncFilesystem, syncFilesystemBySpawn, syncfsMethod } from '../../src/adapters/fs/layout/durability.js';
 
 // The strace test (test/faults/durability-order.test.ts) shows the real service calling
 // syncfs on the staged release before the renames; these check the two ways of calling it.

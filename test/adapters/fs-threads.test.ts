@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
-import { BULK_THREAD_NICE } from '../../src/adapters/fs/thread-priority.js';
-import { trimHeap } from '../../src/adapters/fs/heap-trim.js';
-import { TreeRemoval } from '../../src/adapters/fs/tree-removal.js';
+import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
+import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
+import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
+import { BULK_THREAD_NICE } from '../../src/adapters/fs/threads/thread-priority.js';
+import { trimHeap } from '../../src/adapters/fs/threads/heap-trim.js';
+import { TreeRemoval } from '../../src/adapters/fs/write/tree-removal.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
@@ -43,6 +44,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     },
   });
   const extractor = new ArchiveExtractor(threads);
+  const tasks = new WriterTasks(threads);
 
   let objects: { store: string; fresh: string };
 
@@ -85,10 +87,10 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const tree = join(root, 'doomed');
     await makeTree(tree);
     await symlink(outside, join(tree, 'd3', 'link-out'));
-    await threads.remove(tree);
+    await tasks.remove(tree);
     await expect(stat(tree)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await readFile(join(outside, 'keep'), 'utf8')).toBe('precious');
-    await threads.remove(join(root, 'never-there'));
+    await tasks.remove(join(root, 'never-there'));
   });
 
   it('keeps unpacking a deploy while it removes a large tree', async () => {
@@ -101,7 +103,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     }
     const dir = await mkdtemp(join(root, 'beside-'));
     let removed = false;
-    const removal = threads.remove(tree).then(() => (removed = true));
+    const removal = tasks.remove(tree).then(() => (removed = true));
     const extracted = await extractor.extract(chunked(versionedSite('v', 300)), dir, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(301);
     // Removed a few hundred entries at a time, it had not finished when the deploy had.
@@ -121,11 +123,11 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const small = join(root, 'small-tree');
     await mkdir(small);
     const order: string[] = [];
-    const walked = threads.releaseManifest(release, join(root, 'no-store')).then((files) => {
+    const walked = tasks.releaseManifest(release, join(root, 'no-store')).then((files) => {
       order.push('walk');
       return files;
     });
-    const removed = threads.remove(small).then(() => order.push('removal'));
+    const removed = tasks.remove(small).then(() => order.push('removal'));
     await Promise.all([walked, removed]);
     // One queue in order would answer the walk first.
     expect(order).toEqual(['removal', 'walk']);
@@ -160,7 +162,7 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     const extracted = await extractor.extract(chunked(versionedSite('after', 50)), again, objects, limits, false, new AbortController().signal);
     expect(extracted.files).toBe(51);
     expect(await releaseVersion(again, 50)).toBe('after');
-    await threads.remove(dir);
+    await tasks.remove(dir);
     await expect(lstat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
@@ -179,6 +181,58 @@ async function threadNices(): Promise<Map<number, number>> {
   }
   return nices;
 }
+
+describe('WriterTasks: the client of the writer thread', () => {
+  it('fails the tasks in hand when the threads stop, and runs the next on new threads', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-tasks-'));
+    const writers: Worker[] = [];
+    let deaf = true;
+    // The first writer hears nothing, so its task is still in hand when it stops.
+    const threads = new FsThreads({
+      start: (script, options) => {
+        const isWriter = script.includes('writer-thread');
+        const worker = isWriter && deaf ? new Worker('setInterval(() => undefined, 1000);', { ...options, eval: true }) : new Worker(script, options);
+        if (isWriter) writers.push(worker);
+        return worker;
+      },
+    });
+    const tasks = new WriterTasks(threads);
+    try {
+      await mkdir(join(root, 'tree'));
+      const inHand = tasks.remove(join(root, 'tree')).then(
+        () => 'removed',
+        (error: Error) => error.message,
+      );
+      deaf = false;
+      await writers[0]!.terminate();
+      expect(await inHand).toMatch(/^a file-system thread stopped/);
+      await tasks.remove(join(root, 'tree'));
+      await expect(stat(join(root, 'tree'))).rejects.toMatchObject({ code: 'ENOENT' });
+      expect(writers).toHaveLength(2);
+    } finally {
+      await threads.close();
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("names the task and its path in a task's failure", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'sitedrop-tasks-'));
+    const threads = new FsThreads();
+    const tasks = new WriterTasks(threads);
+    try {
+      // A new objects' shard that is a file, where the store has a directory: rename(2) refuses.
+      await mkdir(join(root, 'fresh'));
+      await writeFile(join(root, 'fresh', 'ab'), 'not a shard');
+      await mkdir(join(root, 'store', 'ab'), { recursive: true });
+      await writeFile(join(root, 'store', 'ab', 'x'), 'x');
+      const failed = await tasks.adoptObjects(join(root, 'fresh'), join(root, 'store')).then(() => 'adopted', (error: Error) => error.message);
+      expect(failed.startsWith(`the writer's adopt task on ${join(root, 'fresh')}: E`)).toBe(true);
+    } finally {
+      await threads.close();
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('FsThreads: the bulk threads yield the cores to the event loop', () => {
   it.runIf(process.platform === 'linux')('runs the unpack and the writer thread at nice 10, and leaves the main thread as it was', async () => {

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 /** The compiled module: worker threads and plain node processes need JavaScript (`npm test` builds first). */
-const garbageJs = fileURLToPath(new URL('../../dist/adapters/fs/garbage.js', import.meta.url));
+const garbageJs = fileURLToPath(new URL('../../dist/adapters/fs/threads/garbage.js', import.meta.url));
 
 /**
  * Holds 24 MiB of buffers across enough minor collections that V8 promotes them, as the

@@ -1,7 +1,7 @@
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/manifest-memory.js';
+import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { alice, digestOf, docs, expecting, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
 import { realDeploys } from '../support/real-deploys.js';
@@ -77,7 +77,7 @@ describe('the release store and staging share what was assembled (real directori
   it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
-      const walks = vi.spyOn(d.threads, 'releaseManifest');
+      const walks = vi.spyOn(d.tasks, 'releaseManifest');
       await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
       await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));

@@ -9,7 +9,7 @@ import {
   NAME_LENGTH,
   objectName,
   objectPath,
-} from '../../src/adapters/fs/object-names.js';
+} from '../../src/adapters/fs/store/object-names.js';
 import { sha256Bytes } from '../support/sha256.js';
 
 const digests = fc.uint8Array({ minLength: 32, maxLength: 32 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProjectInodes } from '../../src/adapters/fs/project-inodes.js';
+import { ProjectInodes } from '../../src/adapters/fs/store/project-inodes.js';
 
 const sorted = (inodes: readonly number[]): Float64Array => Float64Array.from(inodes).sort();
 

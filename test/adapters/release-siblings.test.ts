@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { syncFilesystem } from '../../src/adapters/fs/durability.js';
-import { objectPath } from '../../src/adapters/fs/object-names.js';
-import { ReleaseManifestWalk } from '../../src/adapters/fs/release-manifest.js';
-import { ObjectCollection } from '../../src/adapters/fs/store-objects.js';
-import { treeBytes } from '../../src/adapters/fs/tree-bytes.js';
+import { syncFilesystem } from '../../src/adapters/fs/layout/durability.js';
+import { objectPath } from '../../src/adapters/fs/store/object-names.js';
+import { ReleaseManifestWalk } from '../../src/adapters/fs/write/release-manifest.js';
+import { ObjectCollection } from '../../src/adapters/fs/write/store-objects.js';
+import { treeBytes } from '../../src/adapters/fs/layout/tree-bytes.js';
 import { ReleaseSiblings } from '../../src/adapters/precompress/release-siblings.js';
 import { SIBLING_SETTINGS, type SiblingSettings } from '../../src/adapters/precompress/sibling-settings.js';
 
@@ -49,7 +49,8 @@ const run = (dir: string, settings: Partial<SiblingSettings> = {}, sync = syncFi
 function manifestOf(dir: string) {
   const walk = new ReleaseManifestWalk(dir, store);
   while (!walk.step(1000));
-  return walk.manifest?.map((f) => f.path).sort();
+  const manifest = walk.result();
+  return manifest === 'gone' ? undefined : manifest.map((f) => f.path).sort();
 }
 
 const filesBelow = (dir: string): string[] =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SendWindow, SPARES_KEPT } from '../../src/adapters/fs/send-window.js';
+import { SendWindow, SPARES_KEPT } from '../../src/adapters/fs/threads/send-window.js';
 
 // Each test uses a buffer size of its own: the spares are shared by every window of the thread.
 describe('SendWindow', () => {

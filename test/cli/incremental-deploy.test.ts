@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { objectPath } from '../../src/adapters/fs/object-names.js';
+import { objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file as tarFile, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeDomainLinks } from '../../src/adapters/fs/node-domain-links.js';
+import { NodeDomainLinks } from '../../src/adapters/fs/publish/node-domain-links.js';
 import type { DomainLinks } from '../../src/application/ports/domain-links.js';
 import type { DomainName } from '../../src/domain/custom-domain.js';
 import type { ProjectName } from '../../src/domain/project-name.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
-import { NodePreviewLinks } from '../../src/adapters/fs/node-preview-links.js';
+import { NodePreviewLinks } from '../../src/adapters/fs/publish/node-preview-links.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';

@@ -1,19 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  ArchiveLedger,
-  assertPaxKeys,
-  assertTarStart,
-  entryKind,
-  InflatedStream,
-  normaliseEntryPath,
-  paxKeys,
-  refuseIgnoredEntry,
-  SHOWN_NAME_CHARS,
-  shownName,
-} from '../../src/domain/archive-policy.js';
+import { ArchiveLedger, ImpliedDirectories } from '../../src/domain/archive-ledger.js';
+import { batchLimits } from '../../src/domain/object-batch.js';
+import { assertPaxKeys, checkEntry, entryKind, normaliseEntryPath, paxKeys, refuseIgnoredEntry, SHOWN_NAME_CHARS, shownName, type EntryFacts } from '../../src/domain/archive-policy.js';
+import { assertTarStart, InflatedStream, parserWarning } from '../../src/domain/archive-stream.js';
 import { header, pax, tar } from '../support/tar-builder.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
+import { EMPTY_DIGEST, manifestOf, type Digest } from '../../src/domain/manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 
 const segment = fc.stringMatching(/^[a-zA-Z0-9_.-]{1,12}$/).filter((s) => s !== '.' && s !== '..');
 
@@ -293,5 +287,76 @@ describe('pax headers', () => {
       expect(rejection(() => assertPaxKeys([key], true, 'f'))).toBe(`a global pax header may not set ${key}`);
     }
     assertPaxKeys(['mtime', 'comment', 'uname', 'SCHILY.xattr.user.x'], true, 'f');
+  });
+});
+
+describe('one entry, every check in order (checkEntry)', () => {
+  const entry = (facts: Partial<EntryFacts>): EntryFacts => ({ tarType: 'File', path: 'a.html', headerName: 'a.html', afterZeroBlock: false, pax: undefined, globalPax: undefined, ...facts });
+
+  it('gives the kind and the normalised path of an entry that passes', () => {
+    expect(checkEntry(entry({ path: './docs//a.html', headerName: './docs//a.html' }))).toEqual({ kind: 'file', path: 'docs/a.html' });
+    expect(checkEntry(entry({ tarType: 'Directory', path: 'docs/', headerName: 'docs/', pax: ['mtime'], globalPax: ['comment'] }))).toEqual({ kind: 'directory', path: 'docs' });
+  });
+
+  it("refuses '..' in the header block's own name, which a pax path record replaced", () => {
+    expect(rejection(() => checkEntry(entry({ path: 'fine.html', headerName: '../evil.html', pax: ['path'] })))).toBe("path contains '..' component which is not allowed: ../evil.html");
+  });
+
+  it('checks in order: a lone zero block, then the names, then pax, then the kind, then the path', () => {
+    const everythingWrong = entry({ tarType: 'SymbolicLink', path: '/abs', headerName: '../x', afterZeroBlock: true, pax: ['GNU.sparse.map'], globalPax: ['path'] });
+    expect(rejection(() => checkEntry(everythingWrong))).toBe('entries after a lone zero block (tar stops reading there): /abs');
+    expect(rejection(() => checkEntry({ ...everythingWrong, afterZeroBlock: false }))).toBe("path contains '..' component which is not allowed: ../x");
+    const fromPax = { ...everythingWrong, afterZeroBlock: false, headerName: 'x' };
+    expect(rejection(() => checkEntry(fromPax))).toBe('GNU sparse files are not supported (archive without --sparse): /abs');
+    expect(rejection(() => checkEntry({ ...fromPax, pax: undefined }))).toBe('a global pax header may not set path');
+    expect(rejection(() => checkEntry({ ...fromPax, pax: undefined, globalPax: undefined }))).toBe('links are not allowed: /abs');
+    expect(rejection(() => checkEntry({ ...fromPax, pax: undefined, globalPax: undefined, tarType: 'File' }))).toBe('absolute path not allowed: /abs');
+  });
+
+  it('refuses an entry whose pax header could not be read, with the reason found when it was read', () => {
+    expect(rejection(() => checkEntry(entry({ pax: new ArchiveRejected('malformed pax extended header') })))).toBe('malformed pax extended header');
+    expect(rejection(() => checkEntry(entry({ globalPax: new ArchiveRejected('malformed pax extended header') })))).toBe('malformed pax extended header');
+  });
+
+  it("refuses on any of the tar parser's warnings, its words shown as a name is", () => {
+    expect(parserWarning('TAR_ENTRY_INVALID: checksum failure').reason).toBe('invalid tar archive: TAR_ENTRY_INVALID: checksum failure');
+    expect(parserWarning('bad\nline').reason).toBe('invalid tar archive: bad\\u000aline');
+  });
+});
+
+describe('the directories an assembly makes (ImpliedDirectories)', () => {
+  it('names each parent once, parents first', () => {
+    const dirs = new ImpliedDirectories();
+    expect(dirs.missingParents('index.html')).toEqual([]);
+    expect(dirs.missingParents('a/b/c/x.html')).toEqual(['a', 'a/b', 'a/b/c']);
+    expect(dirs.missingParents('a/b/y.html')).toEqual([]);
+    expect(dirs.missingParents('a/d/e/z.html')).toEqual(['a/d', 'a/d/e']);
+  });
+
+  it('agrees with the archive ledger on every list of file paths', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.array(fc.constantFrom('a', 'b', 'c'), { minLength: 1, maxLength: 4 }).map((parts) => parts.join('/')), { maxLength: 20 }), (paths) => {
+        // Paths that are both a file and a directory are the ledger's to refuse, not an assembly's to meet.
+        const files = paths.filter((p) => !paths.some((q) => q.startsWith(`${p}/`)));
+        const ledger = new ArchiveLedger({ maxFiles: 1000, maxBytes: 1000 });
+        const dirs = new ImpliedDirectories();
+        for (const path of files) expect(dirs.missingParents(path)).toEqual(ledger.admit('file', path, 0));
+      }),
+    );
+  });
+});
+
+describe('the limits of a batch of objects (batchLimits)', () => {
+  it("are the manifest's objects: as many entries, as many bytes", () => {
+    const digest = (c: string) => c.repeat(64) as Digest;
+    const manifest = PackedManifest.pack(
+      manifestOf([
+        { path: 'a.html', size: 3, digest: digest('a') },
+        { path: 'copy-of-a.html', size: 3, digest: digest('a') },
+        { path: 'b.css', size: 10, digest: digest('b') },
+        { path: 'empty', size: 0, digest: EMPTY_DIGEST },
+      ]),
+    );
+    expect(batchLimits(manifest)).toEqual({ maxFiles: 2, maxBytes: 13 });
   });
 });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
-import { assertExpectedObject, assertObjectBytes, EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges } from '../../src/domain/manifest.js';
+import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
+import { EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges } from '../../src/domain/manifest.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { sha256 } from '../support/sha256.js';
 

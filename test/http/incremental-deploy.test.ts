@@ -2,7 +2,7 @@ import { readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:f
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { digestOfEntry, legacyObjectPath, objectPath } from '../../src/adapters/fs/object-names.js';
+import { digestOfEntry, legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type Reply } from '../support/service-harness.js';
 import { dir, file, tgz, type RawEntry } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';

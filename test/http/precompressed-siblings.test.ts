@@ -7,7 +7,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startForwardingProxy, type ForwardingProxy } from '../cli/forwarding-proxy.js';
 import { CLI, runNode } from '../cli/run-cli.js';
-import { objectPath } from '../../src/adapters/fs/object-names.js';
+import { objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { storeCollected, storeOf } from '../support/store.js';
 import { file, tgz } from '../support/tar-builder.js';

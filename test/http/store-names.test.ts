@@ -2,7 +2,7 @@ import { lstat, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asideOf, digestOfEntry, isAsideShard, isLegacyName, legacyObjectPath, objectPath } from '../../src/adapters/fs/object-names.js';
+import { asideOf, digestOfEntry, isAsideShard, isLegacyName, legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { sha256 } from '../support/sha256.js';

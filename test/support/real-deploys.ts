@@ -1,15 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ArchiveExtractor } from '../../src/adapters/fs/archive-extractor.js';
-import { DeploysTree } from '../../src/adapters/fs/deploys-tree.js';
-import { FsThreads } from '../../src/adapters/fs/fs-threads.js';
-import { ManifestMemory } from '../../src/adapters/fs/manifest-memory.js';
-import { NodeReleaseStore } from '../../src/adapters/fs/node-release-store.js';
-import { NodeSessionObjects } from '../../src/adapters/fs/node-session-objects.js';
-import { NodeStaging } from '../../src/adapters/fs/node-staging.js';
-import { ReleaseRulesFiles } from '../../src/adapters/fs/release-rules-files.js';
-import { ProjectContent } from '../../src/adapters/fs/project-content.js';
+import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
+import { DeploysTree } from '../../src/adapters/fs/layout/deploys-tree.js';
+import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
+import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
+import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
+import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
+import { NodeSessionObjects } from '../../src/adapters/fs/staging/node-session-objects.js';
+import { NodeStaging } from '../../src/adapters/fs/staging/node-staging.js';
+import { ReleaseRulesFiles } from '../../src/adapters/fs/publish/release-rules-files.js';
+import { ProjectContent } from '../../src/adapters/fs/store/project-content.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 
 export interface RealDeploys {
@@ -20,8 +21,9 @@ export interface RealDeploys {
   readonly store: NodeReleaseStore;
   readonly objects: NodeSessionObjects;
   readonly rules: ReleaseRulesFiles;
-  /** The file-system threads they share, to watch what work reaches them. */
+  /** The file-system threads they share, and the client of the writer's tasks, to watch what work reaches them. */
   readonly threads: FsThreads;
+  readonly tasks: WriterTasks;
   /** Waits for the background deletions; returns any that failed. */
   settle(): Promise<string[]>;
   close(): Promise<void>;
@@ -31,21 +33,23 @@ export interface RealDeploys {
 export async function realDeploys(prefix: string): Promise<RealDeploys> {
   const root = await mkdtemp(join(tmpdir(), prefix));
   const threads = new FsThreads();
+  const tasks = new WriterTasks(threads);
   const docsRoot = join(root, 'docs');
   const deploysRoot = join(root, 'deploys');
-  const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, threads);
+  const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, tasks);
   const extractor = new ArchiveExtractor(threads);
   const manifests = new ManifestMemory();
-  const content = new ProjectContent(tree, threads);
+  const content = new ProjectContent(tree, tasks);
   const deploys = {
     root,
     docsRoot,
     deploysRoot,
     staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content),
-    store: new NodeReleaseStore(tree, threads, manifests),
-    objects: new NodeSessionObjects(tree, extractor, threads, content),
+    store: new NodeReleaseStore(tree, tasks, manifests),
+    objects: new NodeSessionObjects(tree, extractor, tasks, content),
     rules: new ReleaseRulesFiles(tree),
     threads,
+    tasks,
     settle: () => tree.settle(),
     async close() {
       await tree.settle();

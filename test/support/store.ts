@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { lstat, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { digestOfEntry, objectPath as objectPathInStore } from '../../src/adapters/fs/object-names.js';
+import { digestOfEntry, objectPath as objectPathInStore } from '../../src/adapters/fs/store/object-names.js';
 import { file, tgz } from './tar-builder.js';
 import { sha256 } from './sha256.js';
 

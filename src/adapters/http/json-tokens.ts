@@ -1,4 +1,5 @@
 import { InvalidRequestBody } from './http-errors.js';
+import { escapeByte, keep, KnownNames, stringValue, type PendingString } from './json-strings.js';
 
 /** What a JSON document holds, told in its order as its bytes arrive. */
 export interface JsonEvents {
@@ -20,14 +21,6 @@ export interface JsonLimits {
 /** JSON.stringify writes no number longer than 24 characters; a longer one is not a manifest's. */
 const NUMBER_CHARS = 64;
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-/** Member names remembered, and the longest: a body naming many others is decoded as ever. */
-const NAMES = 8;
-const NAME_BYTES = 16;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\x00-\x1f]/;
-const ESCAPED: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
-const ESCAPE = /\\(?:u([0-9a-fA-F]{4})|(.))/gs;
-const HEX = /^[0-9a-fA-F]$/;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -42,17 +35,6 @@ const enum Expect {
   Colon,
   CommaOrClose,
   End,
-}
-
-/** The string being read: its bytes so far (up to the limit), and where an escape sequence is. */
-interface PendingString {
-  readonly isKey: boolean;
-  readonly parts: Buffer[];
-  kept: number;
-  cut: boolean;
-  escaped: boolean;
-  /** 0 outside an escape; 1 just after a backslash; 2 to 5 before each hex digit of \uXXXX. */
-  escape: number;
 }
 
 /**
@@ -74,8 +56,7 @@ export class JsonTokens {
   private literal: { readonly word: string; matched: number } | undefined;
   /** The next backslash in the chunk being read (Infinity: none), found once per stretch of it. */
   private backslash = -1;
-  /** Member names met so far, up to NAMES of them, by their bytes: a manifest repeats three in every entry. */
-  private readonly names: { readonly bytes: Buffer; readonly name: string }[] = [];
+  private readonly names = new KnownNames();
   private empty = true;
 
   constructor(
@@ -174,7 +155,7 @@ export class JsonTokens {
     // Most strings end in the chunk they begin in, with no escape: decoded at once.
     const quote = chunk.indexOf(QUOTE, at);
     if (quote !== -1 && quote - at <= this.limits.stringBytes && this.nextBackslash(chunk, at) > quote) {
-      const name = isKey ? this.knownName(chunk, at, quote) : undefined;
+      const name = isKey ? this.names.find(chunk, at, quote) : undefined;
       if (name !== undefined) {
         this.expect = Expect.Colon;
         this.events.key(name);
@@ -199,7 +180,7 @@ export class JsonTokens {
     let at = from;
     while (at < chunk.length) {
       if (text.escape > 0) {
-        this.escapeByte(text, chunk[at]!);
+        escapeByte(text, chunk[at]!);
         at += 1;
         continue;
       }
@@ -212,61 +193,17 @@ export class JsonTokens {
         continue;
       }
       if (quote === -1) break;
-      this.keep(text, chunk, from, quote);
+      keep(text, chunk, from, quote, this.limits.stringBytes);
       this.text = undefined;
       this.endString(text.isKey, (text.parts.length === 1 ? text.parts[0]! : Buffer.concat(text.parts)).toString('utf8'), text.escaped);
       return quote + 1;
     }
-    this.keep(text, chunk, from, chunk.length);
+    keep(text, chunk, from, chunk.length, this.limits.stringBytes);
     return chunk.length;
   }
 
-  private escapeByte(text: PendingString, c: number): void {
-    const char = String.fromCharCode(c);
-    if (text.escape === 1) {
-      if (char === 'u') text.escape = 2;
-      else if (char in ESCAPED) text.escape = 0;
-      else throw new InvalidRequestBody();
-    } else {
-      if (!HEX.test(char)) throw new InvalidRequestBody();
-      text.escape = text.escape === 5 ? 0 : text.escape + 1;
-    }
-  }
-
-  /** Keeps the string's bytes up to the limit; what lies beyond is checked for raw control characters and dropped. */
-  private keep(text: PendingString, chunk: Buffer, from: number, to: number): void {
-    const room = Math.max(0, this.limits.stringBytes - text.kept);
-    const kept = Math.min(room, to - from);
-    if (kept > 0) {
-      text.parts.push(chunk.subarray(from, from + kept));
-      text.kept += kept;
-    }
-    if (kept < to - from) {
-      text.cut = true;
-      if (CONTROL.test(chunk.toString('latin1', from + kept, to))) throw new InvalidRequestBody();
-    }
-  }
-
-  /** A short name already met, spelt with the same bytes (and no escape), without decoding it again. */
-  private knownName(chunk: Buffer, from: number, to: number): string | undefined {
-    const length = to - from;
-    for (const known of this.names) {
-      if (known.bytes.length !== length) continue;
-      let at = 0;
-      while (at < length && known.bytes[at] === chunk[from + at]) at += 1;
-      if (at === length) return known.name;
-    }
-    if (length <= NAME_BYTES && this.names.length < NAMES) {
-      const name = chunk.toString('utf8', from, to);
-      if (!CONTROL.test(name)) this.names.push({ bytes: Buffer.from(chunk.subarray(from, to)), name });
-    }
-    return undefined;
-  }
-
   private endString(isKey: boolean, raw: string, escaped: boolean): void {
-    if (CONTROL.test(raw)) throw new InvalidRequestBody();
-    // Escapes were checked as they came; a string cut inside one loses it.
-    const value = escaped ? raw.replace(ESCAPE, (_, hex: string | undefined, char: string) => (hex === undefined ? (ESCAPED[char] ?? '') : String.fromCharCode(parseInt(hex, 16)))) : raw;
+    const value = stringValue(raw, escaped);
     if (isKey) {
       this.expect = Expect.Colon;
       this.events.key(value);

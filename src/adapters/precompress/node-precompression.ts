@@ -5,10 +5,10 @@ import type { Precompression } from '../../application/ports/precompression.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
-import { DeploysTree } from '../fs/deploys-tree.js';
-import { trimHeap } from '../fs/heap-trim.js';
-import { script } from '../fs/fs-threads.js';
-import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/node-preview-links.js';
+import { DeploysTree } from '../fs/layout/deploys-tree.js';
+import { script } from '../fs/threads/fs-threads.js';
+import { trimHeap } from '../fs/threads/heap-trim.js';
+import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/publish/node-preview-links.js';
 import { LOGGER, type Logger } from '../log/logger.js';
 import { DeployActivity } from './deploy-activity.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
@@ -153,7 +153,7 @@ export class NodePrecompression implements Precompression {
   private running(): Worker {
     if (this.worker) return this.worker;
     // Its heap holds one file's bytes at a time; the buffers live outside it.
-    const worker = new Worker(script('../precompress/precompress-thread'), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
+    const worker = new Worker(script('../../precompress/precompress-thread'), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
     worker.on('message', (answer: SiblingAnswer) => this.answer?.(answer));
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = undefined;

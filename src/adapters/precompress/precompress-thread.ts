@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { syncFilesystem } from '../fs/durability.js';
-import { lowerThisThreadsPriority } from '../fs/thread-priority.js';
+import { syncFilesystem } from '../fs/layout/durability.js';
+import { lowerThisThreadsPriority } from '../fs/threads/thread-priority.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
 import { ReleaseSiblings } from './release-siblings.js';
 

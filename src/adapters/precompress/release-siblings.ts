@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fchmodSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isPrecompressible, PRECOMPRESSED_CODINGS, siblingOf, type PrecompressedCoding } from '../../domain/precompressible.js';
-import { derivedObjectPath, GENERATED_SIBLING_MODE, SITEDROP_DIR } from '../fs/generated-siblings.js';
+import { derivedObjectPath, GENERATED_SIBLING_MODE, SITEDROP_DIR } from '../fs/store/generated-siblings.js';
 import { compressorsFor, type SiblingSettings } from './sibling-settings.js';
 
 const code = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;

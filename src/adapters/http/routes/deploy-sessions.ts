@@ -54,21 +54,13 @@ function listedSession(session: DeploySessionSummary): Record<string, unknown> {
   };
 }
 
-/**
- * The incremental deploy (docs/content-store.md): a manifest opens a session and is
- * answered with the objects the user lacks; batches of them are uploaded; the publish
- * builds the release from the store and swaps it live. Signed as POST /api/v1/deploy
- * is: a user token or a deploy key that grants the session's project.
- */
-export function deploySessionRoutes(
-  app: express.Express,
-  deps: Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>,
-  auth: Authentication,
-): void {
+type SessionDeps = Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>;
+
+/** The sessions: one opened by a manifest, and its owner's listing of them. */
+function sessionsRoute(app: express.Express, deps: SessionDeps, auth: Authentication): void {
   const { settings } = deps;
   // A gzip-compressed manifest is inflated as it is read, and the limit holds for what it inflates to too.
   const manifestLimits = () => ({ maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds });
-
   app
     .route('/api/v1/deploys')
     .post(fallback('deployment failed'), async (req, res) => {
@@ -95,6 +87,17 @@ export function deploySessionRoutes(
       res.json({ status: 'ok', sessions: sessions.map(listedSession) });
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
+}
+
+/**
+ * The incremental deploy (docs/content-store.md): a manifest opens a session and is
+ * answered with the objects the user lacks; batches of them are uploaded; the publish
+ * builds the release from the store and swaps it live. Signed as POST /api/v1/deploy
+ * is: a user token or a deploy key that grants the session's project.
+ */
+export function deploySessionRoutes(app: express.Express, deps: SessionDeps, auth: Authentication): void {
+  const { settings } = deps;
+  sessionsRoute(app, deps, auth);
 
   app
     .route('/api/v1/deploys/:id')

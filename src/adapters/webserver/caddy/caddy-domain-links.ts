@@ -3,7 +3,7 @@ import type { DomainLinks } from '../../../application/ports/domain-links.js';
 import type { DomainName } from '../../../domain/custom-domain.js';
 import type { ProjectName } from '../../../domain/project-name.js';
 import type { Username } from '../../../domain/username.js';
-import { NodeDomainLinks } from '../../fs/node-domain-links.js';
+import { NodeDomainLinks } from '../../fs/publish/node-domain-links.js';
 import { CaddyWebServer } from './caddy-web-server.js';
 
 /**

@@ -3,7 +3,7 @@
 // the rules and the 404 page of one request all come from one release, however many swaps
 // run meanwhile; then it hands the file to nginx's static module by an internal redirect
 // into that release. The rules are the release's own, compiled by sitedrop at deploy into
-// `.sitedrop/` (written by src/adapters/fs/release-rules-files.ts, compiled by
+// `.sitedrop/` (written by src/adapters/fs/publish/release-rules-files.ts, compiled by
 // src/domain/site-rules.ts): this script only runs their regular expressions.
 // njs keeps nothing between requests; a site without rules costs one failed open.
 import fs from 'fs';

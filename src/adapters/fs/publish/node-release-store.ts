@@ -1,0 +1,164 @@
+import { readdir, readlink, rename, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { inject, injectable } from 'inversify';
+import type { ReleaseStore } from '../../../application/ports/release-store.js';
+import type { StagedRelease } from '../../../application/ports/staging.js';
+import { manifestOf, type ManifestFile } from '../../../domain/manifest.js';
+import { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { ReleaseId } from '../../../domain/release-id.js';
+import { isResourceName } from '../../../domain/resource-name.js';
+import type { Username } from '../../../domain/username.js';
+import { DeploysTree, directoryIdentity } from '../layout/deploys-tree.js';
+import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+import { isMissing } from '../threads/fs-errors.js';
+import { swapLink, temporaryLinkOf } from './link-swap.js';
+import { ManifestMemory } from '../store/manifest-memory.js';
+import { treeBytes } from '../layout/tree-bytes.js';
+
+/** Releases whose size is remembered; past this the oldest measurements are forgotten. */
+const MEASURED_MAX = 10_000;
+
+/**
+ * Releases in DEPLOYS_ROOT/<user>/<project>/<release>/, their files hard links into the
+ * user's store, and the live symlinks DOCS_ROOT/<user>/<project>, on a local or shared
+ * POSIX filesystem.
+ */
+@injectable()
+export class NodeReleaseStore implements ReleaseStore {
+  private readonly docsRoot: string;
+  /** Sizes of releases measured on disk, by path, with the identity of the directory measured. */
+  private readonly measured = new Map<string, { identity: string; bytes: number }>();
+
+  constructor(
+    @inject(DeploysTree) private readonly tree: DeploysTree,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
+    @inject(ManifestMemory) private readonly manifests: ManifestMemory,
+  ) {
+    this.docsRoot = tree.roots.docsRoot;
+  }
+
+  async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    const projectDir = this.tree.projectDir(user, project);
+    await mkdirDurable(projectDir);
+    // The release's new bytes join the store only now, under the project's lock: a
+    // deploy refused before this point leaves the store as it was. The release holds its
+    // own links, so a store entry lost in a crash costs only sharing, never a file.
+    const manifest = this.manifests.takeStaged(staged.handle);
+    await this.tasks.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
+    const dir = join(projectDir, id);
+    await rename(staged.handle, dir);
+    await fsyncDirectory(projectDir);
+    await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
+    // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
+    const identity = manifest && (await directoryIdentity(dir));
+    if (manifest && identity) this.manifests.remember(dir, identity, manifest);
+  }
+
+  async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    await swapLink(join(this.docsRoot, user), project, `${join(this.tree.projectDir(user, project), id)}/`, this.tree.roots.replica);
+  }
+
+  async releases(user: Username, project: ProjectName): Promise<ReleaseId[]> {
+    try {
+      const entries = await readdir(this.tree.projectDir(user, project), { withFileTypes: true });
+      return entries.filter((e) => e.isDirectory() && ReleaseId.isReleaseId(e.name)).map((e) => e.name as ReleaseId).sort();
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  async liveRelease(user: Username, project: ProjectName): Promise<ReleaseId | undefined> {
+    try {
+      const target = basename(await readlink(join(this.docsRoot, user, project)));
+      return ReleaseId.isReleaseId(target) ? target : undefined;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    const dir = join(this.tree.projectDir(user, project), id);
+    this.manifests.forget(dir);
+    await this.tree.throwAway(dir);
+    this.tree.collectObjects(user);
+  }
+
+  async releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number> {
+    const dir = join(this.tree.projectDir(user, project), id);
+    const identity = await directoryIdentity(dir);
+    if (identity === undefined) return 0;
+    const known = this.measured.get(dir);
+    if (known?.identity === identity) return known.bytes;
+    const bytes = await treeBytes(dir);
+    this.measured.delete(dir);
+    this.measured.set(dir, { identity, bytes });
+    if (this.measured.size > MEASURED_MAX) this.measured.delete(this.measured.keys().next().value!);
+    return bytes;
+  }
+
+  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined> {
+    const dir = join(this.tree.projectDir(user, project), id);
+    const identity = await directoryIdentity(dir);
+    if (identity === undefined) return undefined;
+    const remembered = this.manifests.recall(dir, identity);
+    if (remembered) return remembered.manifestFiles();
+    // Derived from the store's names, not kept beside the release: no byte more on disk
+    // per release (docs/content-store.md).
+    const files = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
+    if (files) this.manifests.remember(dir, identity, PackedManifest.pack(manifestOf(files)));
+    return files;
+  }
+
+  async projects(user: Username): Promise<ProjectName[]> {
+    const names = new Set<string>();
+    for (const root of [this.tree.roots.deploysRoot, this.docsRoot]) {
+      try {
+        for (const name of await readdir(join(root, user))) if (isResourceName(name)) names.add(name);
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return [...names].sort() as ProjectName[];
+  }
+
+  async removeProject(user: Username, project: ProjectName): Promise<void> {
+    try {
+      await unlink(join(this.docsRoot, user, project));
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+    // A project that never went live has no link directory to flush.
+    await fsyncDirectory(join(this.docsRoot, user)).catch((error: unknown) => {
+      if (!isMissing(error)) throw error;
+    });
+    await this.tree.throwAway(this.tree.projectDir(user, project));
+    this.tree.collectObjects(user);
+  }
+
+  async removeUserFiles(user: Username): Promise<void> {
+    await this.tree.ensureRoots();
+    // The links go first, so the sites stop being served before their files go.
+    await this.tasks.remove(join(this.docsRoot, user));
+    await this.tree.throwAway(join(this.tree.roots.deploysRoot, user));
+  }
+
+  async removeLeftovers(): Promise<string[]> {
+    const removed = await this.tree.emptyTrash();
+    const temporaryLink = temporaryLinkOf(this.tree.roots.replica);
+    for (const user of await readdir(this.docsRoot, { withFileTypes: true })) {
+      if (!user.isDirectory()) continue;
+      for (const name of await readdir(join(this.docsRoot, user.name))) {
+        if (!temporaryLink.test(name)) continue;
+        const path = join(this.docsRoot, user.name, name);
+        await unlink(path);
+        removed.push(path);
+      }
+    }
+    await this.tree.collectAndMigrateEveryStore();
+    return removed;
+  }
+}

@@ -1,0 +1,237 @@
+import { chmod } from 'node:fs/promises';
+import { inject, injectable } from 'inversify';
+import type { StagedRelease, Staging } from '../../../application/ports/staging.js';
+import type { ArchiveLimits } from '../../../domain/archive-policy.js';
+import type { ProjectScope } from '../../../domain/deploy-session.js';
+import { DeployAborted } from '../../../domain/errors.js';
+import type { Digest } from '../../../domain/manifest.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { Username } from '../../../domain/username.js';
+import { LOGGER, type Logger } from '../../log/logger.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from '../threads/archive-extractor.js';
+import { DeploysTree, type StagingArea } from '../layout/deploys-tree.js';
+import { syncFilesystem } from '../layout/durability.js';
+import { ManifestMemory } from '../store/manifest-memory.js';
+import { ProjectContent } from '../store/project-content.js';
+import type { ReleasePreparation } from '../../../application/ports/release-preparation.js';
+
+/** What filled a staging area, and what of it the staging's log line adds. */
+interface Filled {
+  readonly files: number;
+  readonly bytes: number;
+  readonly logged: Record<string, unknown>;
+}
+
+/** A prepared release's first part, done (fs-protocol.ts, AssemblyPart). */
+interface Ahead {
+  readonly area: StagingArea;
+  /** By object index: the objects that were uploading; the second part adds those the first did not find. */
+  readonly deferred: Uint8Array;
+  readonly built: Assembled;
+  readonly ms: number;
+}
+
+interface Prepared {
+  readonly user: Username;
+  /** The manifest it was prepared from: the flags index its objects, so only the same manifest may finish it. */
+  readonly manifest: PackedManifest;
+  /** Rejects when the first part failed or was stopped; its area is gone then. */
+  readonly ahead: Promise<Ahead>;
+  readonly stop: AbortController;
+  /** Counts the area out of PREPARED_AT_ONCE: once handed to a publish, or thrown away. */
+  readonly done: () => void;
+}
+
+/** Whether a prepared first part linked any of the objects `these` flags (it linked all it neither deferred nor missed). */
+function linkedAny(ahead: Ahead, manifest: PackedManifest, these: Uint8Array): boolean {
+  const left = ahead.deferred.slice();
+  flag(left, manifest, ahead.built.missing);
+  return these.some((flagged, index) => flagged === 1 && left[index] !== 1);
+}
+
+/** Sets the flags (by object index) of the objects `digests`. */
+function flag(flags: Uint8Array, manifest: PackedManifest, digests: readonly string[]): void {
+  for (const digest of digests) {
+    const index = manifest.objectIndex(digest);
+    if (index !== undefined) flags[index] = 1;
+  }
+}
+
+/**
+ * Prepared areas at once, at most, counted from prepare until the area is handed to a
+ * publish or thrown away (not merely forgotten): they are built outside the deploy slots,
+ * so this is what bounds the work and the disk that opening and cancelling sessions can
+ * cause. One per user, so that one user's idle sessions cannot take them all.
+ */
+const PREPARED_AT_ONCE = 4;
+
+/**
+ * Staging areas in DEPLOYS_ROOT/.staging, filled by the unpack and writer threads from
+ * an archive or from the user's store, then made durable with one syncfs. Logs each
+ * staging's own phases: no use case needs them, the operator and the benchmark do.
+ */
+@injectable()
+export class NodeStaging implements Staging, ReleasePreparation {
+  constructor(
+    @inject(DeploysTree) private readonly tree: DeploysTree,
+    @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
+    @inject(LOGGER) private readonly logger: Logger,
+    @inject(ManifestMemory) private readonly manifests: ManifestMemory,
+    @inject(ProjectContent) private readonly content: ProjectContent,
+  ) {}
+
+  /** By session: releases being prepared, or prepared, until their assemble or forgetPrepared. */
+  private readonly prepared = new Map<string, Prepared>();
+  /** Prepared areas that exist or are being built or thrown away (PREPARED_AT_ONCE). */
+  private preparedAreas = 0;
+
+  stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    return this.fill(user, 'unpack', undefined, async (area) => {
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      const extracted = await this.extractor.extract(archive, area.dir, objects, limits, area.chmod, signal);
+      return { files: extracted.files, bytes: extracted.bytes, logged: { compressedBytes: extracted.compressedBytes } };
+    });
+  }
+
+  async assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {
+    const prepared = this.prepared.get(session);
+    this.prepared.delete(session);
+    // Finished if it was prepared for this user and manifest and its first part was
+    // built; otherwise thrown away, and the release built whole.
+    const usable = prepared?.user === user && prepared.manifest.packed.equals(manifest.packed);
+    if (prepared && !usable) prepared.stop.abort();
+    let ahead: Ahead | undefined;
+    let uploadsOnly: Uint8Array | undefined;
+    try {
+      // Asked now, not at the open: what the project held then may have gone since.
+      uploadsOnly = scope && (await this.outsideProject(user, scope, manifest));
+      ahead = usable ? await prepared.ahead.catch(() => undefined) : undefined;
+    } finally {
+      // A first part that linked from the store an object the project no longer holds is not the key's to finish.
+      if (ahead && uploadsOnly && linkedAny(ahead, manifest, uploadsOnly)) ahead = undefined;
+      if (prepared && !ahead) await this.throwAwayPrepared(prepared);
+      prepared?.done();
+    }
+    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) });
+    const staged = ahead
+      ? await this.fill(user, 'assemble', ahead.area, async (area) => {
+          // The files ahead left: those whose objects were uploading, and those it did not find.
+          const wanted = ahead.deferred;
+          flag(wanted, manifest, ahead.built.missing);
+          await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted }, undefined, uploadsOnly);
+          return { files: ahead.built.files, bytes: ahead.built.bytes, logged: { session, preparedMs: ahead.ms } };
+        })
+      : await this.fill(user, 'assemble', undefined, async (area) => {
+          const built = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, undefined, undefined, uploadsOnly);
+          return { files: built.files, bytes: built.bytes, logged: { session } };
+        });
+    this.manifests.stage(staged.handle, manifest);
+    return staged;
+  }
+
+  prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void {
+    if (this.prepared.has(session) || this.preparedAreas >= PREPARED_AT_ONCE) return;
+    if ([...this.prepared.values()].some((prepared) => prepared.user === user)) return;
+    this.preparedAreas += 1;
+    let counted = true;
+    const done = (): void => {
+      if (counted) this.preparedAreas -= 1;
+      counted = false;
+    };
+    const deferred = new Uint8Array(manifest.objectCount);
+    flag(deferred, manifest, missing);
+    const stop = new AbortController();
+    const ahead = this.buildAhead(user, manifest, deferred, stop.signal);
+    ahead.catch((error: unknown) => {
+      if (!(error instanceof DeployAborted)) this.logger.warn('preparing a release failed: its publish builds it whole', { user, session, error: (error as Error).message });
+    });
+    this.prepared.set(session, { user, manifest, ahead, stop, done });
+  }
+
+  preparedSessions(): string[] {
+    return [...this.prepared.keys()];
+  }
+
+  async forgetPrepared(session: string): Promise<void> {
+    const prepared = this.prepared.get(session);
+    this.prepared.delete(session);
+    if (!prepared) return;
+    prepared.stop.abort();
+    await this.throwAwayPrepared(prepared);
+    prepared.done();
+  }
+
+  forgetPreparedFor(user: Username): Promise<void> {
+    return this.forgetPreparedWhere((prepared) => prepared.user === user);
+  }
+
+  /** Throws away every prepared area (the service is stopping): a prepared area outlives nothing but a crash. */
+  close(): Promise<void> {
+    return this.forgetPreparedWhere(() => true);
+  }
+
+  private async forgetPreparedWhere(which: (prepared: Prepared) => boolean): Promise<void> {
+    const sessions = [...this.prepared].filter(([, prepared]) => which(prepared)).map(([session]) => session);
+    await Promise.all(sessions.map((session) => this.forgetPrepared(session)));
+  }
+
+  async discard(staged: StagedRelease): Promise<void> {
+    this.manifests.takeStaged(staged.handle);
+    await this.tree.throwAwayStagingArea(staged.handle);
+  }
+
+  removeLeftovers(): Promise<string[]> {
+    return this.tree.removeStagingAreas();
+  }
+
+  /** By object index, 1 for each object of the manifest the project's releases do not hold: a deploy key's session takes those from its uploads alone. */
+  private async outsideProject(user: Username, scope: ProjectScope, manifest: PackedManifest): Promise<Uint8Array> {
+    const { missing, wrongSize } = await this.content.probe(user, scope.project, undefined, new Map(manifest.objects()));
+    const outside = new Uint8Array(manifest.objectCount);
+    flag(outside, manifest, missing);
+    flag(outside, manifest, wrongSize);
+    return outside;
+  }
+
+  /** The first part of a prepared assembly: the directories, and the files the store has, in an area of its own. */
+  private async buildAhead(user: Username, manifest: PackedManifest, deferred: Uint8Array, signal: AbortSignal): Promise<Ahead> {
+    const area = await this.tree.openStagingArea();
+    try {
+      const started = performance.now();
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod, { kind: 'ahead', deferred }, signal);
+      return { area, deferred, built, ms: Math.round(performance.now() - started) };
+    } catch (error) {
+      await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async throwAwayPrepared(prepared: Prepared): Promise<void> {
+    const ahead = await prepared.ahead.catch(() => undefined);
+    if (ahead) await this.tree.throwAwayStagingArea(ahead.area.dir).catch(() => undefined);
+  }
+
+  /**
+   * A staging area (a fresh one, or `area`) filled by `filling`, then made readable by
+   * the web server and safe from a crash; on any failure it is thrown away.
+   */
+  private async fill(user: Username, phase: 'unpack' | 'assemble', opened: StagingArea | undefined, filling: (area: StagingArea) => Promise<Filled>): Promise<StagedRelease> {
+    const area = opened ?? (await this.tree.openStagingArea());
+    try {
+      const started = performance.now();
+      const filled = await filling(area);
+      await chmod(area.dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
+      const flushing = performance.now();
+      await syncFilesystem(area.dir);
+      const phasesMs = { [phase]: Math.round(flushing - started), flush: Math.round(performance.now() - flushing) };
+      this.logger.info('staged', { user, ...filled.logged, files: filled.files, bytes: filled.bytes, phasesMs });
+      return { handle: area.dir, files: filled.files, bytes: filled.bytes };
+    } catch (error) {
+      // The failure is what the client needs to hear; an area that cannot be moved now
+      // (the same disk or permission trouble) stays in staging for start-up to remove.
+      await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { WriterTasks } from '../threads/writer-tasks.js';
+
+/**
+ * Deletes what has been moved into DEPLOYS_ROOT/.trash, one tree at a time, in the
+ * background. Moving a tree there is one rename, so retention and failed deploys answer
+ * at once; deleting 5,000 files takes most of a second on a disk mounted with discard.
+ * A crash leaves the trash for the next start-up to empty.
+ */
+export class TrashCollector {
+  private queue: Promise<void> = Promise.resolve();
+  private readonly failures: string[] = [];
+
+  constructor(
+    private readonly trashRoot: string,
+    /** Only names starting with this are this replica's to empty at start-up. */
+    private readonly prefix: string,
+    private readonly tasks: WriterTasks,
+  ) {}
+
+  /** Queues a tree that is already inside the trash root. */
+  collect(path: string): void {
+    this.enqueue(path, () => this.tasks.remove(path));
+  }
+
+  /** Queues the collection of a store's unlinked objects, after the removals before it. */
+  collectObjects(store: string): void {
+    this.enqueue(store, () => this.tasks.collectObjects(store));
+  }
+
+  /** Queues the renaming of a store's objects still under their old names, after the work before it. */
+  migrateObjectNames(store: string): void {
+    this.enqueue(store, () => this.tasks.migrateObjectNames(store));
+  }
+
+  private enqueue(path: string, work: () => Promise<void>): void {
+    this.queue = this.queue.then(() =>
+      work().catch((error: unknown) => {
+        this.failures.push(`${path}: ${(error as Error).message}`);
+      }),
+    );
+  }
+
+  /** Waits for everything queued so far; returns (and forgets) what could not be deleted. */
+  async drain(): Promise<string[]> {
+    await this.queue;
+    return this.failures.splice(0);
+  }
+
+  /** Empties whatever is in the trash now (a crash's leftovers); returns what it removed. */
+  async emptyNow(): Promise<string[]> {
+    await this.drain();
+    const names = (await readdir(this.trashRoot)).filter((name) => name.startsWith(this.prefix));
+    for (const name of names) await this.tasks.remove(join(this.trashRoot, name));
+    return names.map((name) => join(this.trashRoot, name));
+  }
+}

@@ -1,0 +1,72 @@
+import { ImpliedDirectories } from '../../../domain/archive-ledger.js';
+import type { PackedFile, PackedManifest } from '../../../domain/packed-manifest.js';
+import type { AssemblyPart, StagingObjects } from '../threads/fs-protocol.js';
+import { WriterJob, type JobChannels } from './writer-job.js';
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A release built from objects the user already has (an incremental deploy's publish):
+ * the directories its paths imply, then a LINK per file, a few batches at a time as
+ * the writer keeps up; or one part of that (AssemblyPart). The manifest was checked when
+ * the session opened.
+ */
+export class Assembly extends WriterJob {
+  private readonly files: Iterator<PackedFile>;
+  private left: number;
+  private readonly dirs = new ImpliedDirectories();
+  /** The files and bytes this assembly (or its part) made: as an archive's ledger counts them. */
+  private readonly made = { files: 0, bytes: 0 };
+
+  constructor(
+    channels: JobChannels,
+    id: number,
+    root: string,
+    objects: StagingObjects,
+    chmod: boolean,
+    manifest: PackedManifest,
+    private readonly part: AssemblyPart | undefined,
+    /** By object index, 1: an object a deploy key's session may take only from its uploads. */
+    private readonly uploadsOnly: Uint8Array | undefined,
+  ) {
+    super(channels, id, root, objects, chmod, { name: 'entries' });
+    this.files = manifest.files();
+    this.left = manifest.fileCount;
+    this.resume();
+  }
+
+  protected override get missingFails(): boolean {
+    return this.part?.kind !== 'ahead';
+  }
+
+  private build(file: PackedFile): void {
+    const part = this.part;
+    if (part?.kind === 'rest') {
+      // The directories and the empty files were made ahead.
+      if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
+      return;
+    }
+    for (const dir of this.dirs.missingParents(file.path)) this.ops.mkdir(dir);
+    this.made.files += 1;
+    this.made.bytes += file.size;
+    if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
+    else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
+  }
+
+  protected stop(): void {
+    this.left = 0;
+  }
+
+  protected step(): void {
+    while (this.reading && this.left > 0 && !this.writerWindow.full) {
+      // About one batch of operations, then the writer's answer brings this back.
+      for (let batch = 2048; batch > 0 && this.left > 0; batch -= 1, this.left -= 1) {
+        this.build(this.files.next().value as PackedFile);
+      }
+    }
+    if (!this.reading || this.left > 0) return;
+    this.ops.flush();
+    const { files, bytes } = this.made;
+    this.settle({ type: 'done', job: this.id, files, bytes });
+  }
+}

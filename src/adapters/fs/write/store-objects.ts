@@ -1,0 +1,144 @@
+import { lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isMissing } from '../threads/fs-errors.js';
+import { CHANGE_BUDGET, type WriterTask } from './writer-task.js';
+
+
+/** Walks a store's shards and the objects in each, a few entries at a time. */
+export abstract class StoreWalk {
+  readonly budget: number = CHANGE_BUDGET;
+  private shards: string[] | undefined;
+  private entries: string[] = [];
+  private shard = '';
+
+  constructor(protected readonly root: string) {}
+
+  /** Looks at up to `budget` entries; true once the whole store has been walked. */
+  step(budget: number): boolean {
+    if (!this.shards) {
+      try {
+        this.shards = readdirSync(this.root);
+      } catch (error) {
+        if (isMissing(error)) return true;
+        throw error;
+      }
+    }
+    for (let left = budget; left > 0; left -= 1) {
+      const name = this.entries.pop();
+      if (name === undefined) {
+        const shard = this.shards.pop();
+        if (shard === undefined) return true;
+        this.shard = shard;
+        this.entries = this.enter(shard);
+        continue;
+      }
+      this.visit(this.shard, name);
+    }
+    return false;
+  }
+
+  /** The entries of a top-level name of the store to visit. */
+  protected abstract enter(shard: string): string[];
+  protected abstract visit(shard: string, name: string): void;
+}
+
+/**
+ * Deletes the objects of one user's store that no release links any more, a few at a
+ * time, like tree removal. An object's link count is its reference count: one link
+ * (the store's own) means no release, staging area or preview uses it. A release holds
+ * its own link to every file it serves, so deleting a store entry can never take a file
+ * from a release; racing a deploy that links the object at that moment costs at most
+ * the sharing of those bytes (docs/content-store.md).
+ */
+export class ObjectCollection extends StoreWalk implements WriterTask<'collect'> {
+  result(): undefined {
+    return undefined;
+  }
+
+  protected enter(shard: string): string[] {
+    const path = join(this.root, shard);
+    try {
+      if (lstatSync(path).isDirectory()) return readdirSync(path);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+    collectIfUnlinked(path);
+    return [];
+  }
+
+  protected visit(shard: string, name: string): void {
+    collectIfUnlinked(join(this.root, shard, name));
+  }
+}
+
+/** rename(2) into a shard, making it first if it is not there (set aside meanwhile). */
+export function renameInto(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+    return;
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+  mkdirSync(dirname(to), { recursive: true, mode: 0o755 });
+  renameSync(from, to);
+}
+
+export function listed(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw error;
+  }
+}
+
+function collectIfUnlinked(path: string): void {
+  try {
+    const info = lstatSync(path);
+    if (info.isFile() && info.nlink === 1) unlinkSync(path);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+}
+
+/**
+ * Moves a deploy's new objects, kept beside its staging area while it was unpacked,
+ * into the user's store, a few at a time: one rename(2) each. It runs at the commit,
+ * under the project's lock: a deploy refused before then leaves the store as it was.
+ * An object the store already has (another deploy's, meanwhile) is replaced by the same
+ * bytes; the releases linking either copy keep their own links.
+ */
+export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
+  constructor(
+    fresh: string,
+    private readonly store: string,
+  ) {
+    super(fresh);
+  }
+
+  result(): undefined {
+    return undefined;
+  }
+
+  protected enter(shard: string): string[] {
+    // A temporary link the writer made on the way to a rename is no object.
+    if (shard.startsWith('tmp+')) return [];
+    mkdirSync(this.store, { recursive: true, mode: 0o755 });
+    try {
+      // A shard the store has not got yet (a user's first deploy: all sixteen) moves
+      // whole, one rename instead of one per object.
+      renameSync(join(this.root, shard), join(this.store, shard));
+      return [];
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+    }
+    return readdirSync(join(this.root, shard));
+  }
+
+  protected visit(shard: string, name: string): void {
+    // The shard can go between the listing and here: another replica set it aside to rename its objects.
+    renameInto(join(this.root, shard, name), join(this.store, shard, name));
+  }
+}

@@ -1,0 +1,207 @@
+import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from '../threads/fs-ops.js';
+import type { StagingObjects } from '../threads/fs-protocol.js';
+import { legacyObjectPath, objectPath } from '../store/object-names.js';
+import { isMissing } from '../threads/fs-errors.js';
+import { errorCode, isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
+
+/** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** One archive being written, from its batches of operations (fs-ops.ts). */
+export class Target {
+  private openFd: number | undefined;
+  private openPath = '';
+  failed = false;
+  /**
+   * Objects the store holds (listed once, at the first file) and those this job has
+   * added beside its staging area, as hints: asking link(2) for every file instead would
+   * make a failed call, and a thrown error, for every new one. A hint that is wrong (the
+   * store changed meanwhile, or two digests share their first 30 bits) only costs a link
+   * that fails or a copy not shared; nothing here trusts a hint further.
+   */
+  private stored: ObjectHints | undefined;
+  private readonly added = new ObjectHints();
+  private spares = 0;
+  /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
+  readonly missing = new Set<string>();
+
+  constructor(
+    private readonly root: string,
+    /**
+     * Where the job's files find bytes to share: the user's store (only read while
+     * staging: a deploy refused later must leave it as it was) and the job's own new
+     * objects, beside the staging area, which the commit adds to the store
+     * (docs/content-store.md).
+     */
+    private readonly objects: StagingObjects,
+    /** The umask would strip the published modes: set them explicitly. */
+    private readonly chmod: boolean,
+  ) {}
+
+  apply(batch: Uint8Array): void {
+    const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+    let at = 0;
+    while (at < batch.length) {
+      const op = batch[at]!;
+      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK || op === OP_LINK_UPLOADED) {
+        const length = view.getUint16(at + 1);
+        const path = `${this.root}/${utf8.decode(batch.subarray(at + 3, at + 3 + length))}`;
+        at += 3 + length;
+        if (op === OP_MKDIR) this.mkdir(path);
+        else if (op === OP_CREATE) this.create(path);
+        else if (op === OP_LINK || op === OP_LINK_UPLOADED) {
+          this.linkObject(path, batch.subarray(at, at + DIGEST_BYTES), op === OP_LINK);
+          at += DIGEST_BYTES;
+        } else {
+          const digest = batch.subarray(at, at + DIGEST_BYTES);
+          const size = view.getUint32(at + DIGEST_BYTES);
+          at += DIGEST_BYTES + 4;
+          this.put(path, digest, batch.subarray(at, at + size));
+          at += size;
+        }
+      } else if (op === OP_WRITE) {
+        const length = view.getUint32(at + 1);
+        if (this.openFd === undefined) throw new Error('file data arrived with no file open');
+        writeFully(this.openFd, batch.subarray(at + 5, at + 5 + length));
+        at += 5 + length;
+      } else if (op === OP_CLOSE) {
+        this.closeAndShare(batch.subarray(at + 1, at + 1 + DIGEST_BYTES));
+        at += 1 + DIGEST_BYTES;
+      } else {
+        throw new Error(`unknown file-system operation ${op}`);
+      }
+    }
+  }
+
+  close(): void {
+    const fd = this.openFd;
+    this.openFd = undefined;
+    if (fd !== undefined) closeSync(fd);
+  }
+
+  private mkdir(path: string): void {
+    mkdirSync(path, PUBLISHED_DIRECTORY_MODE);
+    if (!this.chmod) return;
+    const fd = openSync(path, 'r');
+    try {
+      fchmodSync(fd, PUBLISHED_DIRECTORY_MODE);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private create(path: string): void {
+    if (this.openFd !== undefined) throw new Error('a file was created while another was open');
+    this.openFd = openSync(path, CREATE_NEW, PUBLISHED_FILE_MODE);
+    this.openPath = path;
+    if (this.chmod) fchmodSync(this.openFd, PUBLISHED_FILE_MODE);
+  }
+
+  /**
+   * A whole small file: one link(2) to the same bytes, stored or new in this deploy,
+   * or, if there are none, written and kept as a new object.
+   */
+  private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
+    // Empty files share nothing worth a link: each is an inode, as tar makes it.
+    const name = bytes.length > 0 ? objectPath(digest) : undefined;
+    if (name !== undefined && this.linkShared(name, digest, path)) return;
+    this.create(path);
+    writeFully(this.openFd!, bytes);
+    this.close();
+    if (name !== undefined) this.keepAsNew(path, name, digest);
+  }
+
+  /**
+   * Closes the open (large, so never empty) file and shares it: if its bytes are stored
+   * already, or new in this deploy already, it is replaced by a link to them (rename(2)
+   * over it, so the path is never missing), which frees its own copy; otherwise it
+   * becomes a new object.
+   */
+  private closeAndShare(digest: Uint8Array): void {
+    const path = this.openPath;
+    if (this.openFd === undefined) throw new Error('a file was closed with none open');
+    this.close();
+    const name = objectPath(digest);
+    const spare = this.spare();
+    if (this.linkShared(name, digest, spare)) {
+      renameSync(spare, path);
+      return;
+    }
+    this.keepAsNew(path, name, digest);
+  }
+
+  /**
+   * A file of an incremental deploy, from bytes the user already has: the store's, or
+   * the session's uploads (which then become new objects, as a written file does). Not
+   * `fromStore`: a deploy key's object its project does not hold, which only the session's
+   * uploads may give (this job's new objects are those uploads).
+   */
+  private linkObject(path: string, digest: Uint8Array, fromStore: boolean): void {
+    // Once missing, missing for the whole job: an object that came back midway would
+    // leave some of its files linked and some not, and the second part of a prepared
+    // assembly, which links every file of an object this one missed, would find those
+    // already there (EEXIST).
+    if (this.missing.size > 0 && this.missing.has(Buffer.from(digest).toString('hex'))) return;
+    const name = objectPath(digest);
+    if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
+    const store = fromStore ? this.objects.store : undefined;
+    if (store !== undefined && linkOrCopy(`${store}/${name}`, path)) return;
+    const uploads = this.objects.uploads;
+    if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
+      this.keepAsNew(path, name, digest);
+      return;
+    }
+    // A store start-up has not renamed yet (object-names.ts) holds it under its old
+    // name: a release relative to a base of before the upgrade links its files from there.
+    // Looked for last, so that only an object about to be reported missing costs the look.
+    if (store !== undefined && linkOrCopy(`${store}/${legacyObjectPath(digest)}`, path)) return;
+    this.missing.add(Buffer.from(digest).toString('hex'));
+  }
+
+  /** Keeps a file just written as a new object, beside the staging area until the commit. */
+  private keepAsNew(path: string, name: string, digest: Uint8Array): void {
+    const object = `${this.objects.fresh}/${name}`;
+    try {
+      linkSync(path, object);
+    } catch (error) {
+      if (errorCode(error) === 'EEXIST') {
+        // This job's object of the same bytes could not be linked again: it has all the
+        // links the filesystem allows (EMLINK; ext4: 65,000). The copy just written takes
+        // its place, so the files after it share the copy; rename(2) keeps the name from
+        // ever being missing. (The same bytes are the same object, whichever copy it is.)
+        const spare = this.spare();
+        linkSync(path, spare);
+        renameSync(spare, object);
+        return;
+      }
+      if (!isMissing(error)) throw error;
+      mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
+      linkSync(path, object);
+    }
+    this.added.add(digest);
+  }
+
+  /** Links the object `name` as `path`, from this job's new objects or the store (if the job has one), if either has it. */
+  private linkShared(name: string, digest: Uint8Array, path: string): boolean {
+    if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
+    const store = this.objects.store;
+    if (store === undefined) return false;
+    this.stored ??= listStore(store);
+    return this.stored.has(digest) && linkIfThere(`${store}/${name}`, path);
+  }
+
+  /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
+  private spare(): string {
+    return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
+  }
+}
+
+function writeFully(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.length) offset += writeSync(fd, data, offset, data.length - offset);
+}
+
