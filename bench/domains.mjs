@@ -6,36 +6,22 @@
 // what the API takes: add + verify per domain (TXT lookups at a UDP responder here) and
 // the tokenless check Caddy asks before a certificate. Needs root and Debian's nginx-light
 // with libnginx-mod-http-js and brotli, as bench/webserver.mjs.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, get } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort, median, startBenchNginx, timedGets } from './nginx-bench.mjs';
 import { createUser, startService } from './service.mjs';
 
 const { FormData, Blob } = globalThis;
-const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, requests: { type: 'string', default: '2000' }, domains: { type: 'string', default: '1000' } } });
 const ROUNDS = Number(opts.rounds);
 const REQUESTS = Number(opts.requests);
 const DOMAINS = Number(opts.domains);
 const PER_PROJECT = 20;
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const freePort = () => new Promise((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address();
-    probe.close(() => resolve(port));
-  });
-});
 
 /** Answers TXT questions from `records` (name -> value); enough of RFC 1035 for c-ares. */
 async function dnsResponder(records) {
@@ -74,24 +60,6 @@ async function call(url, method, path, token, body) {
   return { status: r.status, body: await r.json() };
 }
 
-/** `count` sequential GETs of `path` with this Host on one kept-alive connection; the median in ms. */
-async function timed(port, host, path, count) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const times = [];
-  for (let i = 0; i < count; i += 1) {
-    const started = performance.now();
-    await new Promise((resolve, reject) => {
-      get({ host: '127.0.0.1', port, path, agent, headers: { host } }, (res) => {
-        if (res.statusCode !== 200) reject(new Error(`${host}${path}: ${res.statusCode}`));
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
-    });
-    times.push(performance.now() - started);
-  }
-  agent.destroy();
-  return median(times);
-}
 
 const root = mkdtempSync(join(tmpdir(), 'sitedrop-bench-domains-'));
 chmodSync(root, 0o755);
@@ -141,34 +109,17 @@ try {
     if (r.status !== 200) throw new Error(`check: ${r.status}`);
   }
 
-  const generated = join(root, 'nginx');
-  execFileSync(process.execPath, [join(here, '..', 'dist', 'adapters', 'webserver', 'main.js'), 'nginx', '--out', generated], { env: { ...process.env, DATA_DIR: dataDir, ...env } });
-  mkdirSync(join(root, 'logs'));
-  writeFileSync(join(root, 'nginx.conf'), `daemon off;
-include ${generated}/modules.conf;
-worker_processes 1;
-user nobody nogroup;
-pid ${root}/nginx.pid;
-error_log ${root}/logs/error.log warn;
-events {}
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  include ${generated}/sitedrop.conf;
-}
-`);
-  const nginx = spawn('nginx', ['-p', `${root}/`, '-c', join(root, 'nginx.conf')], { stdio: 'inherit' });
-  await new Promise((r) => setTimeout(r, 500));
+  const nginx = await startBenchNginx(root, { DATA_DIR: dataDir, ...env });
   try {
     const last = DOMAINS - 1;
     const cases = [
       ['file at its path address', `127.0.0.1:${port}`, `/bench/p${Math.floor(last / PER_PROJECT)}/assets/page-7.html`],
       [`file at a domain (1 of ${DOMAINS})`, `d${last}.example.com`, '/assets/page-7.html'],
     ];
-    for (const [, host, path] of cases) await timed(port, host, path, 200);
+    for (const [, host, path] of cases) await timedGets(port, path, 200, { host });
     const rounds = cases.map(() => []);
     for (let round = 0; round < ROUNDS; round += 1) {
-      for (const [i, [, host, path]] of cases.entries()) rounds[i].push(await timed(port, host, path, REQUESTS));
+      for (const [i, [, host, path]] of cases.entries()) rounds[i].push(await timedGets(port, path, REQUESTS, { host }));
     }
     const byPath = median(rounds[0]);
     console.log(`${DOMAINS} domains verified over ${projects} projects; ${links} host links in DOMAINS_ROOT`);
@@ -179,7 +130,7 @@ http {
       console.log(`  ${name.padEnd(30)} ${(ms * 1000).toFixed(0).padStart(5)} µs  ${(ms / byPath).toFixed(2)}x the path address`);
     }
   } finally {
-    nginx.kill('SIGQUIT');
+    nginx.stop();
   }
 } finally {
   await service.stop();

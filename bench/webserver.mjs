@@ -5,34 +5,20 @@
 // and the file served by a plain static block without the router. Rounds interleaved
 // A B C D A B C D; medians of each round's median request time. Needs root (nginx's
 // workers run as nobody) and Debian's nginx-light with libnginx-mod-http-js and brotli.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, get } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort, median, startBenchNginx, timedGets } from './nginx-bench.mjs';
 import { createUser, startService } from './service.mjs';
 
 const { FormData, Blob } = globalThis;
 
-const here = dirname(fileURLToPath(import.meta.url));
 const { values: opts } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, requests: { type: 'string', default: '2000' } } });
 const ROUNDS = Number(opts.rounds);
 const REQUESTS = Number(opts.requests);
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const freePort = () => new Promise((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address();
-    probe.close(() => resolve(port));
-  });
-});
 
 function tgz(dir) {
   const out = `${dir}.tgz`;
@@ -57,24 +43,6 @@ async function deploy(url, token, project, archive) {
   if (r.status !== 200) throw new Error(`deploy of ${project}: ${r.status} ${await r.text()}`);
 }
 
-/** `count` sequential GETs of `path` on one kept-alive connection; each one's milliseconds. */
-async function timed(port, path, count, status) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const times = [];
-  for (let i = 0; i < count; i += 1) {
-    const started = performance.now();
-    await new Promise((resolve, reject) => {
-      get({ host: '127.0.0.1', port, path, agent }, (res) => {
-        if (res.statusCode !== status) reject(new Error(`${path}: ${res.statusCode}`));
-        res.resume();
-        res.on('end', resolve);
-      }).on('error', reject);
-    });
-    times.push(performance.now() - started);
-  }
-  agent.destroy();
-  return median(times);
-}
 
 const root = mkdtempSync(join(tmpdir(), 'sitedrop-bench-webserver-'));
 chmodSync(root, 0o755);
@@ -87,29 +55,9 @@ try {
   await deploy(service.url, token, 'plain', site(root, 'plain'));
   await deploy(service.url, token, 'rules', site(root, 'rules', { _redirects: rules }));
 
-  const generated = join(root, 'nginx');
-  execFileSync(process.execPath, [join(here, '..', 'dist', 'adapters', 'webserver', 'main.js'), 'nginx', '--out', generated], {
-    env: { ...process.env, DATA_DIR: dataDir, PUBLIC_BASE: `http://127.0.0.1:${port}` },
-  });
   const staticPort = await freePort();
-  mkdirSync(join(root, 'logs'));
-  writeFileSync(join(root, 'nginx.conf'), `daemon off;
-include ${generated}/modules.conf;
-worker_processes 1;
-user nobody nogroup;
-pid ${root}/nginx.pid;
-error_log ${root}/logs/error.log warn;
-events {}
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  include ${generated}/sitedrop.conf;
-  # For reference: the same files by a plain static block, no router.
-  server { listen 127.0.0.1:${staticPort}; root ${join(dataDir, 'docs')}; location / { try_files $uri $uri/index.html =404; } }
-}
-`);
-  const nginx = spawn('nginx', ['-p', `${root}/`, '-c', join(root, 'nginx.conf')], { stdio: 'inherit' });
-  await new Promise((r) => setTimeout(r, 500));
+  // For reference: the same files by a plain static block, no router.
+  const nginx = await startBenchNginx(root, { DATA_DIR: dataDir, PUBLIC_BASE: `http://127.0.0.1:${port}` }, `server { listen 127.0.0.1:${staticPort}; root ${join(dataDir, 'docs')}; location / { try_files $uri $uri/index.html =404; } }`);
   try {
     const cases = [
       ['file of a plain site', port, '/bench/plain/assets/page-7.html', 200],
@@ -117,10 +65,10 @@ http {
       ['redirect by rule 2,000 (all read)', port, '/bench/rules/moved/1999/x', 301],
       ['file, static block, no router', staticPort, '/bench/plain/assets/page-7.html', 200],
     ];
-    for (const [, p, path, status] of cases) await timed(p, path, 200, status);
+    for (const [, p, path, status] of cases) await timedGets(p, path, 200, { status });
     const rounds = cases.map(() => []);
     for (let round = 0; round < ROUNDS; round += 1) {
-      for (const [i, [, p, path, status]] of cases.entries()) rounds[i].push(await timed(p, path, REQUESTS, status));
+      for (const [i, [, p, path, status]] of cases.entries()) rounds[i].push(await timedGets(p, path, REQUESTS, { status }));
     }
     const plain = median(rounds[0]);
     console.log(`nginx, ${ROUNDS} interleaved rounds of ${REQUESTS} sequential kept-alive requests; median of round medians:`);
@@ -129,7 +77,7 @@ http {
       console.log(`  ${name.padEnd(36)} ${(ms * 1000).toFixed(0).padStart(5)} µs  ${(ms / plain).toFixed(2)}x the plain site's file`);
     }
   } finally {
-    nginx.kill('SIGQUIT');
+    nginx.stop();
   }
 } finally {
   await service.stop();
