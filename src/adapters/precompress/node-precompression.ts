@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { Precompression } from '../../application/ports/precompression.js';
@@ -7,7 +7,6 @@ import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
 import { DeploysTree } from '../fs/layout/deploys-tree.js';
 import { script } from '../fs/threads/fs-threads.js';
-import { trimHeap } from '../fs/threads/heap-trim.js';
 import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/publish/node-preview-links.js';
 import { LOGGER, type Logger } from '../log/logger.js';
 import { DeployActivity } from './deploy-activity.js';
@@ -15,7 +14,7 @@ import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
 import { servedReleases } from './served-releases.js';
 import { SIBLING_SETTINGS } from './sibling-settings.js';
 
-/** How long the thread outlives its last release: its isolate (~10 MiB) goes when there is nothing to do. */
+/** How long the compressing process outlives its last release: it goes when there is nothing to do. */
 const IDLE_MS = 1000;
 /** How long no deploy must have run before siblings are made: deploys come in bursts. */
 const QUIET_MS = 500;
@@ -41,7 +40,7 @@ export class NodePrecompression implements Precompression {
   private readonly waiting: Queued[] = [];
   private readonly keys = new Set<string>();
   private draining: Promise<void> | undefined;
-  private worker: Worker | undefined;
+  private worker: ChildProcess | undefined;
   private answer: ((answer: SiblingAnswer) => void) | undefined;
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -58,7 +57,7 @@ export class NodePrecompression implements Precompression {
     activity.onBusy(() => {
       if (this.worker === undefined) return;
       this.yielded = true;
-      void this.worker.terminate().then(() => trimHeap());
+      void stop(this.worker);
     });
   }
 
@@ -88,7 +87,7 @@ export class NodePrecompression implements Precompression {
     this.closed = true;
     this.waiting.length = 0;
     clearTimeout(this.idleTimer);
-    await this.worker?.terminate();
+    if (this.worker) await stop(this.worker);
     await this.draining;
   }
 
@@ -111,7 +110,7 @@ export class NodePrecompression implements Precompression {
       } else if (failed) this.logger.warn('precompression failed', { user: next.user, project: next.project, release: next.release, error: failed.message });
     }
     this.draining = undefined;
-    this.idleTimer = setTimeout(() => void this.worker?.terminate(), IDLE_MS);
+    this.idleTimer = setTimeout(() => void (this.worker && stop(this.worker)), IDLE_MS);
     this.idleTimer.unref();
   }
 
@@ -146,14 +145,20 @@ export class NodePrecompression implements Precompression {
         worker.off('error', reject);
         resolve(answer);
       };
-      worker.postMessage(job);
+      worker.send(job);
     });
   }
 
-  private running(): Worker {
+  private running(): ChildProcess {
     if (this.worker) return this.worker;
     // Its heap holds one file's bytes at a time; the buffers live outside it.
-    const worker = new Worker(script('../../precompress/precompress-thread'), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
+    // A process of its own: what compressing allocates is handed back whole when it ends, never
+    // left in the service's heap for the next deploy's peak to stack on (docs/performance.md).
+    const worker = fork(script('../../precompress/precompress-process'), [], {
+      execArgv: ['--max-old-space-size=32', '--max-semi-space-size=1'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     worker.on('message', (answer: SiblingAnswer) => this.answer?.(answer));
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = undefined;
@@ -161,4 +166,12 @@ export class NodePrecompression implements Precompression {
     this.worker = worker;
     return worker;
   }
+}
+
+/** Ends the compressing process; resolves once it has gone. */
+function stop(worker: ChildProcess): Promise<void> {
+  if (worker.exitCode !== null || worker.signalCode !== null) return Promise.resolve();
+  const gone = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.kill('SIGKILL');
+  return gone;
 }
