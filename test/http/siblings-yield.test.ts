@@ -39,4 +39,14 @@ describe('compressed siblings give way to deploys', () => {
     expect((await held.response).status).toBe(200);
     await until(() => exists(sibling), 'the sibling, once deploys are quiet', 30_000);
   }, 60_000);
+
+  it('give way for 15 s at most: under a deploy that never ends, they still come', async () => {
+    const big = tgz(Array.from({ length: 200 }, (_, i) => file(`page-${i}.html`, `<p>${'more '.repeat(400)} ${i}</p>\n`)));
+    const held = slowUpload(h.url, token, 'held-long', big, 2000);
+    await until(async () => (await readdir(join(h.deploysRoot, '.staging'))).length > 0, 'the held deploy to be unpacking');
+    const css = 'body { color: red; }\n'.repeat(300);
+    expect((await h.deploy(token, 'patient', tgz([file('style.css', css)]))).status).toBe(200);
+    await until(() => exists(join(h.docsRoot, 'busy', 'patient', 'style.css.gz')), 'the sibling, once its patience ran out (before the held upload is given up, at 30 s)', 25_000);
+    held.req.destroy();
+  }, 60_000);
 });

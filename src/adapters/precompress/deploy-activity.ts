@@ -30,10 +30,11 @@ export class DeployActivity {
     return () => this.busyListeners.delete(listener);
   }
 
-  /** Resolves once no deploy has run for `ms`. */
-  async quiet(ms: number): Promise<void> {
+  /** Resolves once no deploy has run for `ms`, or once `patienceMs` have gone by. */
+  async quiet(ms: number, patienceMs = Infinity): Promise<void> {
+    const giveUp = Date.now() + patienceMs;
     for (;;) {
-      const left = this.busy ? ms : this.lastEnd + ms - Date.now();
+      const left = Math.min(this.busy ? ms : this.lastEnd + ms - Date.now(), giveUp - Date.now());
       if (left <= 0) return;
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, ms)).unref());
     }

@@ -18,8 +18,12 @@ import { SIBLING_SETTINGS } from './sibling-settings.js';
 const IDLE_MS = 1000;
 /** How long no deploy must have run before siblings are made: deploys come in bursts. */
 const QUIET_MS = 500;
+/** How long a release gives way at most: under a steady stream of deploys its siblings still come within a minute. */
+const PATIENCE_MS = 15_000;
 
 interface Queued {
+  /** When it was queued, for its patience. */
+  readonly since: number;
   readonly user: Username;
   readonly project: ProjectName;
   readonly release: ReleaseId;
@@ -32,8 +36,8 @@ interface Queued {
  * thread starts with the first release and ends once idle. Each release gets a scratch
  * directory as a staging area does (deploys-tree.ts), so a crash's leftovers go at start-up.
  * It gives way to deploys: it starts only once none has run for QUIET_MS, and a deploy
- * that starts ends the thread (its memory handed back) and puts the release back first in
- * line; what a batch linked already stays, so the next run goes on from there.
+ * that starts ends the process and puts the release back first in line (what a batch
+ * linked already stays, so the next run goes on from there), for PATIENCE_MS at most.
  */
 @injectable()
 export class NodePrecompression implements Precompression {
@@ -47,6 +51,8 @@ export class NodePrecompression implements Precompression {
   private closed = false;
   /** Set while a deploy has cut the release under way. */
   private yielded = false;
+  /** False while a release whose patience ran out is being made: deploys no longer cut it. */
+  private patient = true;
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
@@ -55,7 +61,7 @@ export class NodePrecompression implements Precompression {
     @inject(DeployActivity) private readonly activity: DeployActivity,
   ) {
     activity.onBusy(() => {
-      if (this.worker === undefined) return;
+      if (this.worker === undefined || this.patient === false) return;
       this.yielded = true;
       void stop(this.worker);
     });
@@ -66,7 +72,7 @@ export class NodePrecompression implements Precompression {
     if (this.closed || this.keys.has(key)) return;
     this.keys.add(key);
     clearTimeout(this.idleTimer);
-    this.waiting.push({ user, project, release });
+    this.waiting.push({ since: Date.now(), user, project, release });
     // Begun on a later turn of the event loop: the caller (a publish, under its lock) goes on first.
     this.draining ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.drain());
   }
@@ -94,9 +100,10 @@ export class NodePrecompression implements Precompression {
   private async drain(): Promise<void> {
     clearTimeout(this.idleTimer);
     for (let next = this.waiting.shift(); next !== undefined && !this.closed; next = this.waiting.shift()) {
-      await this.activity.quiet(QUIET_MS);
+      await this.activity.quiet(QUIET_MS, next.since + PATIENCE_MS - Date.now());
       if (this.closed) break;
       this.yielded = false;
+      this.patient = Date.now() - next.since < PATIENCE_MS;
       const key = `${next.user}/${next.project}/${next.release}`;
       this.keys.delete(key);
       const failed = await this.precompress(next).then(
