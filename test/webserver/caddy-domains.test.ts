@@ -5,10 +5,9 @@ import { caddyPorts, startCaddy, type RunningCaddy } from '../support/caddy.js';
 import { startDnsResponder, type DnsResponder } from '../support/dns-responder.js';
 import { SERVICE_BACKENDS, type Backend } from '../support/service-backends.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
-import { file, tgz } from '../support/tar-builder.js';
+import { domainSites } from './domain-sites.js';
 import { until } from '../support/until.js';
 
-const site = (files: Record<string, string>): Buffer => tgz(Object.entries(files).map(([path, body]) => file(path, body)));
 
 interface Answer {
   status: number;
@@ -44,18 +43,7 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
         .on('error', reject)
         .end();
     });
-  const own = async (token: string, project: string, domain: string) => {
-    const added = await h.call('POST', `/api/v1/projects/${project}/domains`, { token, json: { domain } });
-    expect(added.status, JSON.stringify(added.body)).toBe(200);
-    const v = added.body.verification as { name: string; value: string };
-    dns.txt.set(v.name, [v.value]);
-    expect((await h.call('POST', `/api/v1/projects/${project}/domains/${domain}/verify`, { token })).status).toBe(200);
-  };
-  const deploy = async (token: string, project: string, files: Record<string, string>, preview?: string) => {
-    const r = await h.deploy(token, project, site(files), preview === undefined ? {} : { preview });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return r.body.release as string;
-  };
+  const { own, deploy } = domainSites(() => h, () => dns);
   /** Within 10 s, as the issue allows for a change that needs Caddy to load. */
   const soon = (what: string, check: () => Promise<boolean>) => until(check, what, 10_000);
 
