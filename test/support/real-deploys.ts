@@ -24,6 +24,8 @@ export interface RealDeploys {
   /** The file-system threads they share, and the client of the writer's tasks, to watch what work reaches them. */
   readonly threads: FsThreads;
   readonly tasks: WriterTasks;
+  /** The layout of their directories, for adapters built on it. */
+  readonly tree: DeploysTree;
   /** Waits for the background deletions; returns any that failed. */
   settle(): Promise<string[]>;
   close(): Promise<void>;
@@ -50,6 +52,7 @@ export async function realDeploys(prefix: string): Promise<RealDeploys> {
     rules: new ReleaseRulesFiles(tree),
     threads,
     tasks,
+    tree,
     settle: () => tree.settle(),
     async close() {
       await tree.settle();

@@ -11,7 +11,7 @@ import { PREVIEW_ROOTS, type PreviewRoots } from '../fs/publish/node-preview-lin
 import { LOGGER, type Logger } from '../log/logger.js';
 import { DeployActivity } from './deploy-activity.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
-import { servedReleases } from './served-releases.js';
+import { isServed, servedReleases } from './served-releases.js';
 import { SIBLING_SETTINGS } from './sibling-settings.js';
 
 /** How long the compressing process outlives its last release: it goes when there is nothing to do. */
@@ -38,6 +38,7 @@ interface Queued {
  * It gives way to deploys: it starts only once none has run for QUIET_MS, and a deploy
  * that starts ends the process and puts the release back first in line (what a batch
  * linked already stays, so the next run goes on from there), for PATIENCE_MS at most.
+ * A release no longer served when its turn comes is skipped.
  */
 @injectable()
 export class NodePrecompression implements Precompression {
@@ -106,6 +107,10 @@ export class NodePrecompression implements Precompression {
       this.patient = Date.now() - next.since < PATIENCE_MS;
       const key = `${next.user}/${next.project}/${next.release}`;
       this.keys.delete(key);
+      if (!(await this.served(next))) {
+        this.logger.info('precompression skipped: release no longer served', { user: next.user, project: next.project, release: next.release });
+        continue;
+      }
       const failed = await this.precompress(next).then(
         () => undefined,
         (error: unknown) => error as Error,
@@ -119,6 +124,11 @@ export class NodePrecompression implements Precompression {
     this.draining = undefined;
     this.idleTimer = setTimeout(() => void (this.worker && stop(this.worker)), IDLE_MS);
     this.idleTimer.unref();
+  }
+
+  /** A release replaced while it waited is skipped: most are never served again, and the next deploy's siblings come sooner. */
+  private served(next: Queued): Promise<boolean> {
+    return isServed(this.tree.roots.docsRoot, this.previewRoots.previewsRoot, next).catch(() => true);
   }
 
   private async precompress({ user, project, release }: Queued): Promise<void> {

@@ -53,3 +53,15 @@ export async function servedReleases(docsRoot: string, previewsRoot: string): Pr
   }
   return served;
 }
+
+/**
+ * Whether a web server serves this release now, live or as one of its project's previews.
+ * A release replaced before its siblings' turn is skipped: a rollback or promote queues it again.
+ */
+export async function isServed(docsRoot: string, previewsRoot: string, { user, project, release }: ServedRelease): Promise<boolean> {
+  if ((await target(join(docsRoot, user, project))) === release) return true;
+  for (const preview of await names(join(previewsRoot, user, project))) {
+    if ((await target(join(previewsRoot, user, project, preview))) === release) return true;
+  }
+  return false;
+}
