@@ -30,6 +30,8 @@ const { values: opts } = parseArgs({
     // The disk by default (the targets are about it), not tmpfs.
     dir: { type: 'string' },
     cli: { type: 'string', default: CLI },
+    // Another build of the service to time (an older tree's dist/main.js), to compare trees.
+    main: { type: 'string' },
   },
 });
 
@@ -121,7 +123,7 @@ async function shapeRun(work, name) {
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
   mkdirSync(releases, { recursive: true });
-  const service = await startService(data, { env: { RELEASES_KEEP: '5' } });
+  const service = await startService(data, { env: { RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}) });
   const proxy = await countingProxy(service.url);
   try {
     const token = await createUser(service.url, 'cli');

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
 import { startMonitor } from './monitor.mjs';
-import { createUser, httpDeploy, startService } from './service.mjs';
+import { createUser, deleteUser, httpDeploy, startService } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Settings an experiment may vary, passed through from the benchmark's own environment. */
@@ -30,6 +30,8 @@ const { values: opts } = parseArgs({
     json: { type: 'string', default: join(here, 'results', 'latest.json') },
     dir: { type: 'string' },
     tiny: { type: 'boolean', default: false },
+    // Another build of the service to time (an older tree's dist/main.js), to compare trees.
+    main: { type: 'string' },
   },
 });
 if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1', polled: '1' });
@@ -48,6 +50,8 @@ const now = () => performance.now();
 const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
   `service peak RSS ${peakRssMiB.toFixed(1)} MiB over ${deploys} deploy(s); GET /api/v1/status during ${polledDeploys} of them: ${st.samples} samples` +
   (st.samples === 0 ? '' : `, p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms, max ${st.max.toFixed(1)} ms`);
+/** A shape's first deploys in the table: median ms, median ratio to by hand, each pair's, median ratio to by hand made durable. */
+const firstColumns = (f) => (f ? [f.medianA.toFixed(0), f.medianRatio.toFixed(2), f.ratios.map((x) => x.toFixed(2)).join(' '), f.medianDurableRatio.toFixed(2)] : ['', '', '', '']);
 /** A shape's status p99 for the table; too few samples for a p99 are shown as they are. */
 const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.p99.toFixed(1));
 
@@ -67,7 +71,37 @@ async function startBenchService(dataDir) {
     if (!phases.has(entry.project)) phases.set(entry.project, []);
     phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
-  return { ...(await startService(dataDir, { env: TUNING, onLine })), phases };
+  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}) })), phases };
+}
+
+let firstCounter = 0;
+/**
+ * First deploys: each timed deploy is a new user's, whose store is empty, so every file is
+ * new (what a new site, a new user or a build whose output is all new pays). A repeat finds
+ * its files stored and mostly links them. The users go again, outside the timing, in
+ * `settled` (their files deleted, then the trash emptied).
+ */
+function firstDeploys(service, monitor) {
+  const users = [];
+  return {
+    /** Deploys each of `projects` at once, each as a new user; returns ms. */
+    async deploy(archive, projects) {
+      const tokens = [];
+      for (const _ of projects) {
+        const user = `first${(firstCounter += 1)}`;
+        tokens.push(await createUser(service.url, user));
+        users.push(user);
+      }
+      return monitor.during(async () => {
+        const t = now();
+        await Promise.all(projects.map((p, i) => httpDeploy(service.url, tokens[i], p, archive)));
+        return now() - t;
+      }, false);
+    },
+    async forget() {
+      for (const user of users.splice(0)) await deleteUser(service.url, user);
+    },
+  };
 }
 
 let handCounter = 0;
@@ -220,8 +254,11 @@ async function main() {
       const settled = () => settle(service, handRoot, [name]);
       const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
       const servicePhasesMs = medianPhases(service, [name]);
+      const first = firstDeploys(service, monitor);
+      const firstRun = await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), async () => { await first.forget(); await settled(); });
+      await first.forget();
       await polledDeploys(settled, () => deploy(true));
-      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, ...(await monitor.report()) });
+      results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
       rmSync(fixture.site, { recursive: true, force: true });
     }
     const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
@@ -239,8 +276,17 @@ async function main() {
       );
       const baseScenario = results.scenarios.find((s) => s.name === base);
       const servicePhasesMs = medianPhases(service, projects);
+      const first = firstDeploys(service, monitor);
+      const firstRun = await pairs(
+        `${CONCURRENT}x ${base} first`,
+        () => first.deploy(archives[base], projects),
+        async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
+        async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
+        async () => { await first.forget(); await settle(service, handRoot, projects); },
+      );
+      await first.forget();
       await polledDeploys(() => settle(service, handRoot, projects), () => together(true));
-      results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, ...(await monitor.report()) });
+      results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
     }
   } finally {
     await service.stop();
@@ -261,15 +307,17 @@ async function main() {
   const overall = median(results.scenarios.flatMap((s) => s.ratios));
   const reference = results.scenarios.find((s) => s.name === 'standard') ?? results.scenarios[0];
   const worst = results.scenarios.reduce((a, b) => (b.medianRatio > a.medianRatio ? b : a));
+  const worstFirst = results.scenarios.filter((s) => s.first).reduce((a, b) => (b.first.medianRatio > a.first.medianRatio ? b : a), results.scenarios[0]);
   results.medianRatio = overall;
   results.referenceRatio = reference.medianRatio;
   results.worst = { name: worst.name, ratio: worst.medianRatio };
+  if (worstFirst.first) results.worstFirst = { name: worstFirst.name, ratio: worstFirst.first.medianRatio };
   const rows = [
-    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios', 'by hand + sync -f ms', 'ratio to it', 'peak RSS MiB', 'status p99 ms'],
-    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' '), s.medianC.toFixed(0), s.medianDurableRatio.toFixed(2), s.peakRssMiB.toFixed(1), p99(s)]),
+    ['scenario', 'files', 'unpacked MB', 'gzip MB', 'deploy ms (median)', 'by hand ms (median)', 'ratio (median of pairs)', 'pair ratios', 'by hand + sync -f ms', 'ratio to it', 'first deploy ms', 'first ratio', 'first pair ratios', 'first to sync -f', 'peak RSS MiB', 'status p99 ms'],
+    ...results.scenarios.map((s) => [s.name, String(s.files), (s.unpackedBytes / 1e6).toFixed(1), (s.gzipBytes / 1e6).toFixed(1), s.medianA.toFixed(0), s.medianB.toFixed(0), s.medianRatio.toFixed(2), s.ratios.map((x) => x.toFixed(2)).join(' '), s.medianC.toFixed(0), s.medianDurableRatio.toFixed(2), ...firstColumns(s.first), s.peakRssMiB.toFixed(1), p99(s)]),
   ];
   const m = results.memory;
-  if (m) rows.push([`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload`, '1', '', (m.uploadBytes / 1e6).toFixed(1), m.deployMs.toFixed(0), '', '', '', '', '', m.peakRssMiB.toFixed(1), p99(m)]);
+  if (m) rows.push([`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload`, '1', '', (m.uploadBytes / 1e6).toFixed(1), m.deployMs.toFixed(0), '', '', '', '', '', '', '', '', '', m.peakRssMiB.toFixed(1), p99(m)]);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   console.log(line(rows[0]));
@@ -282,6 +330,7 @@ async function main() {
   }
   for (const sc of results.scenarios) console.log(`${sc.name}: ${watchedLine(sc)}`);
   console.log(`reference (${reference.name}) ratio: ${reference.medianRatio.toFixed(2)}; worst shape: ${worst.name} ${worst.medianRatio.toFixed(2)}; median of all pair ratios: ${overall.toFixed(2)}`);
+  if (results.worstFirst) console.log(`first deploys (an empty store each): worst shape ${results.worstFirst.name} ${results.worstFirst.ratio.toFixed(2)}`);
   if (m) console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, ${watchedLine(m)}`);
   mkdirSync(dirname(opts.json), { recursive: true });
   writeFileSync(opts.json, `${JSON.stringify(results, null, 2)}\n`);

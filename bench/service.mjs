@@ -58,6 +58,12 @@ export async function createUser(url, username) {
   return (await r.json()).token;
 }
 
+/** Deletes a user and their files (what the bench's first deploys leave), outside any timing. */
+export async function deleteUser(url, username) {
+  const r = await fetch(`${url}/api/v1/auth`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ username, files: 'delete' }) });
+  if (r.status !== 200) throw new Error(`deleting ${username}: ${r.status} ${await r.text()}`);
+}
+
 /** A field of /proc/<pid>/status (VmRSS, VmHWM, Threads...): kB for the memory ones. */
 export function procStatus(pid, field) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));

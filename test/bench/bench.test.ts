@@ -22,11 +22,15 @@ describe('npm run bench', () => {
         expect(s.ratios[0]).toBeGreaterThan(0);
         expect(s.durableRatios).toHaveLength(1);
         expect(s.medianC).toBeGreaterThan(0);
+        // First deploys, an empty store each (a new user's), beside the repeats.
+        expect(s.first.ratios).toHaveLength(1);
+        expect(s.first.ratios[0]).toBeGreaterThan(0);
+        expect(s.first.durableRatios).toHaveLength(1);
         expect(s.servicePhasesMs).toEqual({ stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) });
         expect(s.files).toBeGreaterThan(0);
-        // Every shape's deploys are watched (the warm-up, the pair's, the polled one); the
-        // status is polled during the untimed one only, so polling cannot slow the timed ones.
-        expect(s.deploys).toBe(3);
+        // Every shape's deploys are watched (the warm-ups, the pairs' repeat and first, the polled
+        // one); the status is polled during the untimed one only, so polling cannot slow the timed ones.
+        expect(s.deploys).toBe(5);
         expect(s.polledDeploys).toBe(1);
         expect(s.peakRssMiB).toBeGreaterThan(10);
         // No poll failed: the service answered every one.
@@ -34,8 +38,10 @@ describe('npm run bench', () => {
         expect(s.status.samples).toBeGreaterThan(0);
       }
       expect(stdout).toMatch(/\| peak RSS MiB \| status p99 ms \|/);
-      expect(stdout).toMatch(/\| tiny +\|(.*\|){9} \d+\.\d +\| \d+\.\d +\|/);
-      expect(stdout).toMatch(/\| 1\.0 MiB upload +\|(.*\|){9} \d+\.\d +\| \d+\.\d +\|/);
+      expect(stdout).toMatch(/\| first deploy ms \| first ratio \| first pair ratios \| first to sync -f \|/);
+      expect(stdout).toMatch(/\| tiny +\|(.*\|){13} \d+\.\d +\| \d+\.\d +\|/);
+      expect(stdout).toMatch(/\| 1\.0 MiB upload +\|(.*\|){13} \d+\.\d +\| \d+\.\d +\|/);
+      expect(stdout).toMatch(/first deploys \(an empty store each\): worst shape .+ \d+\.\d\d/);
       expect(results.memory.deploys).toBe(1);
       expect(results.memory.polledDeploys).toBe(1);
       expect(results.memory.peakRssMiB).toBeGreaterThan(10);
@@ -43,6 +49,7 @@ describe('npm run bench', () => {
       expect(typeof results.medianRatio).toBe('number');
       expect(typeof results.referenceRatio).toBe('number');
       expect(results.worst.name).toBeTruthy();
+      expect(results.worstFirst.name).toBeTruthy();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
