@@ -7,7 +7,10 @@ export interface SiblingSettings {
   readonly minBytes: number;
   /** Larger files get no siblings: each is compressed whole in the thread's memory. */
   readonly maxBytes: number;
-  /** A batch is flushed (one syncfs) and linked once it holds this many bytes or files. */
+  /**
+   * A batch is flushed (one syncfs) and linked once it holds this many bytes or files. Small:
+   * a deploy that cuts the process flushes what it left unflushed with its own syncfs.
+   */
   readonly batchBytes: number;
   readonly batchFiles: number;
 }
@@ -19,8 +22,8 @@ export const SIBLING_SETTINGS: SiblingSettings = {
   gzipLevel: 6,
   minBytes: PRECOMPRESS_MIN_BYTES,
   maxBytes: 32 * 1024 * 1024,
-  batchBytes: 8 * 1024 * 1024,
-  batchFiles: 2000,
+  batchBytes: 1024 * 1024,
+  batchFiles: 256,
 };
 
 export function compressorsFor(settings: SiblingSettings): Record<PrecompressedCoding, (bytes: Buffer) => Buffer> {
