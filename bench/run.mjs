@@ -87,7 +87,7 @@ function firstDeploys(service, monitor) {
     /** Deploys each of `projects` at once, each as a new user; returns ms. */
     async deploy(archive, projects) {
       const tokens = [];
-      for (const _ of projects) {
+      for (let i = 0; i < projects.length; i += 1) {
         const user = `first${(firstCounter += 1)}`;
         tokens.push(await createUser(service.url, user));
         users.push(user);

@@ -59,6 +59,7 @@ import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/threads/fs-th
 import { WRITER_TASKS, WriterTasks } from './adapters/fs/threads/writer-tasks.js';
 import { trimHeap } from './adapters/fs/threads/heap-trim.js';
 import { ManifestMemory } from './adapters/fs/store/manifest-memory.js';
+import { StoreAdoptions } from './adapters/fs/store/store-adoptions.js';
 import { ProjectContent } from './adapters/fs/store/project-content.js';
 import { NodeReleaseStore } from './adapters/fs/publish/node-release-store.js';
 import { NodeSessionObjects } from './adapters/fs/staging/node-session-objects.js';
@@ -106,6 +107,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DeploysTree).toSelf().inSingletonScope();
   // What the staging assembled, the release store remembers once it is a release: one memory for both.
   c.bind(ManifestMemory).toSelf().inSingletonScope();
+  c.bind(StoreAdoptions).toSelf().inSingletonScope();
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
   // Deploys' own work is watched, so that background work (compressed siblings) gives way to it.

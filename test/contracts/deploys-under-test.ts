@@ -122,6 +122,7 @@ export async function realDeploysUnderTest(): Promise<DeploysUnderTest> {
       return [...failed, ...kept.flat()];
     },
     async replaceStoredObjects(user) {
+      await real.adoptions.idle();
       const store = join(real.deploysRoot, user, '.objects');
       for (const shard of await readdir(store)) {
         for (const name of await readdir(join(store, shard))) {

@@ -11,6 +11,7 @@ import { NodeSessionObjects } from '../../src/adapters/fs/staging/node-session-o
 import { NodeStaging } from '../../src/adapters/fs/staging/node-staging.js';
 import { ReleaseRulesFiles } from '../../src/adapters/fs/publish/release-rules-files.js';
 import { ProjectContent } from '../../src/adapters/fs/store/project-content.js';
+import { StoreAdoptions } from '../../src/adapters/fs/store/store-adoptions.js';
 import { SilentLogger } from '../../src/adapters/log/logger.js';
 
 export interface RealDeploys {
@@ -26,7 +27,9 @@ export interface RealDeploys {
   readonly tasks: WriterTasks;
   /** The layout of their directories, for adapters built on it. */
   readonly tree: DeploysTree;
-  /** Waits for the background deletions; returns any that failed. */
+  /** Tarball releases' new objects on their way into the store after the commit. */
+  readonly adoptions: StoreAdoptions;
+  /** Waits for the background adoptions and deletions; returns the deletions that failed. */
   settle(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -42,19 +45,25 @@ export async function realDeploys(prefix: string): Promise<RealDeploys> {
   const extractor = new ArchiveExtractor(threads);
   const manifests = new ManifestMemory();
   const content = new ProjectContent(tree, tasks);
+  const adoptions = new StoreAdoptions(tree, tasks, new SilentLogger());
   const deploys = {
     root,
     docsRoot,
     deploysRoot,
-    staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content),
-    store: new NodeReleaseStore(tree, tasks, manifests),
+    staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content, adoptions),
+    store: new NodeReleaseStore(tree, tasks, manifests, adoptions),
     objects: new NodeSessionObjects(tree, extractor, tasks, content),
     rules: new ReleaseRulesFiles(tree),
     threads,
     tasks,
     tree,
-    settle: () => tree.settle(),
+    adoptions,
+    async settle() {
+      await adoptions.idle();
+      return tree.settle();
+    },
     async close() {
+      await adoptions.idle();
       await tree.settle();
       await threads.close();
       await rm(root, { recursive: true, force: true });

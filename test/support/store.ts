@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { digestOfEntry, objectPath as objectPathInStore } from '../../src/adapters/fs/store/object-names.js';
 import { file, tgz } from './tar-builder.js';
 import { sha256 } from './sha256.js';
+import { until } from './until.js';
 
 /**
  * Helpers for tests of the per-user store of shared files (docs/content-store.md):
@@ -12,6 +13,11 @@ import { sha256 } from './sha256.js';
  */
 
 export const EMPTY_DIGEST = sha256('');
+
+/** Resolves once the service has adopted every published tarball's new objects into its users' stores (DEPLOYS_ROOT/.adopt empty). */
+export async function adoptionsDone(deploysRoot: string, timeoutMs = 10_000): Promise<void> {
+  await until(async () => (await readdir(join(deploysRoot, '.adopt')).catch(() => [])).length === 0, 'the adoption of new objects into the store', timeoutMs);
+}
 
 export const storeOf = (deploysRoot: string, user: string): string => join(deploysRoot, user, '.objects');
 export const objectPath = (store: string, digest: string): string => join(store, objectPathInStore(digest));

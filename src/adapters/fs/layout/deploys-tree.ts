@@ -33,6 +33,8 @@ const TRASH = '.trash';
 const OBJECTS = '.objects';
 /** Incremental deploys' uploaded objects, a directory per session, shared by every replica. */
 const SESSIONS = '.sessions';
+/** Lists of published releases' new objects the store is still to adopt (store-adoptions.ts). */
+const ADOPTIONS = '.adopt';
 /**
  * A staging area's new objects, under the same name in a directory of their own (so
  * that the staging directory holds staging areas only); start-up removes them too.
@@ -60,6 +62,7 @@ export class DeploysTree {
   private readonly freshRoot: string;
   private readonly sessionsRoot: string;
   private readonly trashRoot: string;
+  readonly adoptionsRoot: string;
   // '+' separates the replica's name: it cannot occur in one (hostname characters only).
   private readonly stagingPrefix: string;
   private readonly trash: TrashCollector;
@@ -73,6 +76,7 @@ export class DeploysTree {
     this.freshRoot = join(roots.deploysRoot, FRESH);
     this.sessionsRoot = join(roots.deploysRoot, SESSIONS);
     this.trashRoot = join(roots.deploysRoot, TRASH);
+    this.adoptionsRoot = join(roots.deploysRoot, ADOPTIONS);
     this.stagingPrefix = `deploy+${roots.replica}+`;
     this.trash = new TrashCollector(this.trashRoot, `${roots.replica}+`, tasks);
   }
@@ -200,7 +204,7 @@ export class DeploysTree {
   umaskStripsModes(): Promise<boolean> {
     this.rootsMade ??= (async () => {
       // mkdir -p of the roots: on shared storage another replica may create them first.
-      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.freshRoot, this.sessionsRoot, this.trashRoot]) {
+      for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.freshRoot, this.sessionsRoot, this.trashRoot, this.adoptionsRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
       }
       const probe = join(this.stagingRoot, `.umask-probe+${this.roots.replica}+${process.pid}`);

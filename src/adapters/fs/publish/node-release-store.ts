@@ -15,6 +15,7 @@ import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { isMissing } from '../threads/fs-errors.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
+import { StoreAdoptions } from '../store/store-adoptions.js';
 import { treeBytes } from '../layout/tree-bytes.js';
 
 /** Releases whose size is remembered; past this the oldest measurements are forgotten. */
@@ -35,6 +36,7 @@ export class NodeReleaseStore implements ReleaseStore {
     @inject(DeploysTree) private readonly tree: DeploysTree,
     @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
+    @inject(StoreAdoptions) private readonly adoptions: StoreAdoptions,
   ) {
     this.docsRoot = tree.roots.docsRoot;
   }
@@ -42,15 +44,16 @@ export class NodeReleaseStore implements ReleaseStore {
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const projectDir = this.tree.projectDir(user, project);
     await mkdirDurable(projectDir);
-    // The release's new bytes join the store only now, under the project's lock: a
-    // deploy refused before this point leaves the store as it was. The release holds its
-    // own links, so a store entry lost in a crash costs only sharing, never a file.
+    // The release's new bytes join the store only now, under the project's lock (a tarball's
+    // after it, store-adoptions.ts): a deploy refused before this point leaves the store as it was.
+    // The release holds its own links, so a store entry lost in a crash costs only sharing, never a file.
     const manifest = this.manifests.takeStaged(staged.handle);
     await this.tasks.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
+    await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
     const identity = manifest && (await directoryIdentity(dir));
     if (manifest && identity) this.manifests.remember(dir, identity, manifest);
@@ -106,6 +109,8 @@ export class NodeReleaseStore implements ReleaseStore {
     if (identity === undefined) return undefined;
     const remembered = this.manifests.recall(dir, identity);
     if (remembered) return remembered.manifestFiles();
+    // Its files are found in the store by inode: those not adopted yet would be read and hashed.
+    await this.adoptions.settled(user);
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
     const files = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
@@ -158,6 +163,7 @@ export class NodeReleaseStore implements ReleaseStore {
         removed.push(path);
       }
     }
+    removed.push(...(await this.adoptions.resume()));
     await this.tree.collectAndMigrateEveryStore();
     return removed;
   }

@@ -13,12 +13,15 @@ import { DeploysTree, type StagingArea } from '../layout/deploys-tree.js';
 import { syncFilesystem } from '../layout/durability.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { ProjectContent } from '../store/project-content.js';
+import { StoreAdoptions } from '../store/store-adoptions.js';
 import type { ReleasePreparation } from '../../../application/ports/release-preparation.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
   readonly files: number;
   readonly bytes: number;
+  /** A tarball's new objects, adopted into the store after the publish. */
+  readonly newObjects?: Uint8Array;
   readonly logged: Record<string, unknown>;
 }
 
@@ -78,6 +81,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
     @inject(LOGGER) private readonly logger: Logger,
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
     @inject(ProjectContent) private readonly content: ProjectContent,
+    @inject(StoreAdoptions) private readonly adoptions: StoreAdoptions,
   ) {}
 
   /** By session: releases being prepared, or prepared, until their assemble or forgetPrepared. */
@@ -87,9 +91,10 @@ export class NodeStaging implements Staging, ReleasePreparation {
 
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     return this.fill(user, 'unpack', undefined, async (area) => {
-      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      // Its new files are written once, where the release has them; the store adopts them after the publish.
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, adoptLater: true };
       const extracted = await this.extractor.extract(archive, area.dir, objects, limits, area.chmod, signal);
-      return { files: extracted.files, bytes: extracted.bytes, logged: { compressedBytes: extracted.compressedBytes } };
+      return { files: extracted.files, bytes: extracted.bytes, newObjects: extracted.newObjects, logged: { compressedBytes: extracted.compressedBytes } };
     });
   }
 
@@ -177,6 +182,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
 
   async discard(staged: StagedRelease): Promise<void> {
     this.manifests.takeStaged(staged.handle);
+    this.adoptions.forget(staged.handle);
     await this.tree.throwAwayStagingArea(staged.handle);
   }
 
@@ -195,6 +201,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
 
   /** The first part of a prepared assembly: the directories, and the files the store has, in an area of its own. */
   private async buildAhead(user: Username, manifest: PackedManifest, deferred: Uint8Array, signal: AbortSignal): Promise<Ahead> {
+    await this.adoptions.settled(user);
     const area = await this.tree.openStagingArea();
     try {
       const started = performance.now();
@@ -217,6 +224,8 @@ export class NodeStaging implements Staging, ReleasePreparation {
    * the web server and safe from a crash; on any failure it is thrown away.
    */
   private async fill(user: Username, phase: 'unpack' | 'assemble', opened: StagingArea | undefined, filling: (area: StagingArea) => Promise<Filled>): Promise<StagedRelease> {
+    // The user's last tarball's new objects first: this one would write those bytes again.
+    await this.adoptions.settled(user);
     const area = opened ?? (await this.tree.openStagingArea());
     try {
       const started = performance.now();
@@ -226,6 +235,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
       await syncFilesystem(area.dir);
       const phasesMs = { [phase]: Math.round(flushing - started), flush: Math.round(performance.now() - flushing) };
       this.logger.info('staged', { user, ...filled.logged, files: filled.files, bytes: filled.bytes, phasesMs });
+      if (filled.newObjects) this.adoptions.stage(area.dir, filled.newObjects);
       return { handle: area.dir, files: filled.files, bytes: filled.bytes };
     } catch (error) {
       // The failure is what the client needs to hear; an area that cannot be moved now

@@ -11,6 +11,8 @@ export interface Extracted {
   readonly files: number;
   readonly bytes: number;
   readonly compressedBytes: number;
+  /** A job of `adoptLater`'s new objects, for the store to adopt after the publish (write/new-objects.ts). */
+  readonly newObjects?: Uint8Array;
 }
 
 /**
@@ -84,7 +86,7 @@ export class ArchiveExtractor {
         if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
         throw new Error(`extraction failed: ${outcome.message}`);
       }
-      return { files: outcome.files, bytes: outcome.bytes, compressedBytes };
+      return { files: outcome.files, bytes: outcome.bytes, compressedBytes, ...(outcome.adopt && { newObjects: outcome.adopt }) };
     } finally {
       extraction.close();
     }

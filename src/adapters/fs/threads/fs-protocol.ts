@@ -37,7 +37,7 @@ export type FailureKind = 'rejected' | 'io' | 'aborted' | 'missing';
 
 export type Outcome =
   /** `missing`: only from an assembly's `ahead` part, the objects it did not find. */
-  | { type: 'done'; job: number; files: number; bytes: number; missing?: string[] }
+  | { type: 'done'; job: number; files: number; bytes: number; missing?: string[]; adopt?: Uint8Array }
   /** `missing`: the objects an assembly could not find (kind 'missing'). */
   | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
 
@@ -62,7 +62,7 @@ export type FromWriter =
   | { type: 'ack'; job: number; data: Uint8Array }
   | { type: 'failed'; job: number; message: string }
   /** Every batch of the job sent before its flush has been dealt with; `missing`, objects LINK did not find. */
-  | { type: 'flushed'; job: number; missing: string[] };
+  | { type: 'flushed'; job: number; missing: string[]; adopt?: Uint8Array };
 
 /**
  * Where a staging job's files find bytes to share (docs/content-store.md): the user's
@@ -78,6 +78,11 @@ export interface StagingObjects {
    * an assembly links those not in the store from here (and keeps them as new).
    */
   readonly uploads?: string;
+  /**
+   * A tarball's job: its new objects stay where the release has them, and the flush lists
+   * them (`adopt`) for the store to adopt after the publish, off the deploy's critical path.
+   */
+  readonly adoptLater?: boolean;
 }
 
 /**
@@ -93,6 +98,8 @@ export type WriterTaskRequest =
   | { type: 'collect'; id: number; path: string }
   | { type: 'migrate'; id: number; path: string }
   | { type: 'adopt'; id: number; path: string; into: string }
+  /** Links a published release's new objects (`objects`, NewObjects packed) from the release at `path` into the store `into`. */
+  | { type: 'adopt-release'; id: number; path: string; into: string; objects: Uint8Array }
   /**
    * Which of `objects` (digest to size) neither the store at `path` nor `uploads` holds, and which they hold at another size.
    * With `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (object-probe.ts, ObjectProbe).
@@ -114,6 +121,7 @@ export interface WriterTaskResults {
   collect: undefined;
   migrate: undefined;
   adopt: undefined;
+  'adopt-release': undefined;
   probe: Probed;
   manifest: ManifestFile[] | 'gone';
   inodes: Float64Array | 'gone';

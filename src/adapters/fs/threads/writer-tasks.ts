@@ -45,6 +45,11 @@ export class WriterTasks implements WriterListener {
     await this.run({ type: 'adopt', path: fresh, into: store });
   }
 
+  /** Links a published release's new objects (`objects`, write/new-objects.ts packed) into the user's store. */
+  async adoptReleaseObjects(release: string, store: string, objects: Uint8Array): Promise<void> {
+    await this.run({ type: 'adopt-release', path: release, into: store, objects });
+  }
+
   /**
    * Which of `objects` (digest to size) neither `store` nor `uploads` (if any) holds, and which they hold at another size;
    * with `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (object-probe.ts, ObjectProbe).

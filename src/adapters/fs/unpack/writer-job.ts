@@ -114,9 +114,10 @@ export abstract class WriterJob {
           ? { type: 'failed', job: this.id, kind: 'missing', message: `${message.missing.length} objects missing`, missing: message.missing }
           : { ...outcome, missing: message.missing };
       }
+      if (outcome.type === 'done' && message.adopt) outcome = { ...outcome, adopt: message.adopt };
       // No forced full collection here: it slows the next small deploy more than the
       // memory it frees is worth (docs/performance.md).
-      this.channels.toMain(outcome);
+      this.channels.toMain(outcome, outcome.type === 'done' && outcome.adopt ? [outcome.adopt.buffer as ArrayBuffer] : undefined);
       this.phase = { name: 'answered' };
       const unused = this.ops.unused();
       if (unused) this.writerWindow.release(unused);

@@ -29,7 +29,8 @@ export class ObjectHints {
   }
 }
 
-const hintOf = (digest: Uint8Array): number => ((digest[0]! << 22) | (digest[1]! << 14) | (digest[2]! << 6) | (digest[3]! >>> 2)) >>> 0;
+/** The first 30 bits of a digest, a small integer. */
+export const hintOf = (digest: Uint8Array): number => ((digest[0]! << 22) | (digest[1]! << 14) | (digest[2]! << 6) | (digest[3]! >>> 2)) >>> 0;
 
 /** Every object of a store, as hints; none if it does not exist yet. */
 export function listStore(store: string): ObjectHints {

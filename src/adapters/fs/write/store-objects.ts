@@ -1,6 +1,9 @@
-import { lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { objectPath } from '../store/object-names.js';
 import { isMissing } from '../threads/fs-errors.js';
+import { errorCode } from './object-links.js';
+import { readNewObject } from './new-objects.js';
 import { CHANGE_BUDGET, type WriterTask } from './writer-task.js';
 
 
@@ -140,5 +143,83 @@ export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
   protected visit(shard: string, name: string): void {
     // The shard can go between the listing and here: another replica set it aside to rename its objects.
     renameInto(join(this.root, shard, name), join(this.store, shard, name));
+  }
+}
+
+/**
+ * Links a published release's new objects (NewObjects, packed) into the user's store, a
+ * few at a time: one link(2) each, after the deploy has answered. Until then a file of the
+ * release is its only link, which costs a later deploy the sharing of its bytes, never a
+ * file; so does a crash meanwhile. An object the store already has (another deploy's,
+ * meanwhile) gives way to this release's copy; a release gone meanwhile (pruned) ends the task.
+ */
+export class ReleaseAdoption implements WriterTask<'adopt-release'> {
+  readonly budget = CHANGE_BUDGET;
+  private at = 0;
+  private spares = 0;
+
+  constructor(
+    private readonly release: string,
+    private readonly store: string,
+    private readonly objects: Uint8Array,
+  ) {}
+
+  result(): undefined {
+    return undefined;
+  }
+
+  step(budget: number): boolean {
+    for (let left = budget; left > 0 && this.at < this.objects.length; left -= 1) {
+      const { digest, path, next } = readNewObject(this.objects, this.at);
+      this.at = next;
+      if (!this.adopt(join(this.release, path), join(this.store, objectPath(digest)))) return true;
+    }
+    return this.at >= this.objects.length;
+  }
+
+  /** False once the release is gone. */
+  private adopt(file: string, object: string): boolean {
+    const linked = this.link(file, object);
+    if (linked !== 'missing') return linked;
+    // The store's shard is not there yet, or the release's file is gone.
+    try {
+      lstatSync(file);
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
+    return this.link(file, object) === true;
+  }
+
+  private link(file: string, object: string): boolean | 'missing' {
+    try {
+      linkSync(file, object);
+      return true;
+    } catch (error) {
+      const code = errorCode(error);
+      if (code === 'EEXIST') return this.replace(file, object);
+      // This copy has all the links it may; the job's next copy of the same bytes is listed after it.
+      if (code === 'EMLINK') return true;
+      if (isMissing(error)) return 'missing';
+      throw error;
+    }
+  }
+
+  /**
+   * The store has these bytes already (another deploy's copy, or one with all the links it
+   * may): this release's copy takes its place, by rename(2), so that the name is never
+   * missing. The releases linking either copy keep their own links.
+   */
+  private replace(file: string, object: string): boolean {
+    const spare = join(dirname(object), `.adopting+${process.pid}+${(this.spares += 1)}`);
+    try {
+      linkSync(file, spare);
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
+    renameSync(spare, object);
+    return true;
   }
 }

@@ -3,7 +3,7 @@ import { ReleaseInodesWalk } from './release-inodes.js';
 import { ReleaseManifestWalk } from './release-manifest.js';
 import { ObjectProbe, UploadSharing } from './object-probe.js';
 import { ObjectNameMigration } from './store-migration.js';
-import { ObjectAdoption, ObjectCollection } from './store-objects.js';
+import { ObjectAdoption, ObjectCollection, ReleaseAdoption } from './store-objects.js';
 import { TreeRemoval } from './tree-removal.js';
 import type { WriterTask } from './writer-task.js';
 
@@ -11,6 +11,8 @@ function taskFor(request: WriterTaskRequest): WriterTask {
   switch (request.type) {
     case 'adopt':
       return new ObjectAdoption(request.path, request.into);
+    case 'adopt-release':
+      return new ReleaseAdoption(request.path, request.into, request.objects);
     case 'probe':
       return new ObjectProbe(request.path, request.uploads, request.objects, request.within);
     case 'collect':

@@ -5,6 +5,7 @@ import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR,
 import type { StagingObjects } from '../threads/fs-protocol.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
 import { isMissing } from '../threads/fs-errors.js';
+import { NewObjects } from './new-objects.js';
 import { errorCode, isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
@@ -25,6 +26,8 @@ export class Target {
    */
   private stored: ObjectHints | undefined;
   private readonly added = new ObjectHints();
+  /** A tarball's new objects, when the store adopts them after the publish (StagingObjects.adoptLater). */
+  private readonly adoptLater: NewObjects | undefined;
   private spares = 0;
   /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
   readonly missing = new Set<string>();
@@ -40,7 +43,14 @@ export class Target {
     private readonly objects: StagingObjects,
     /** The umask would strip the published modes: set them explicitly. */
     private readonly chmod: boolean,
-  ) {}
+  ) {
+    this.adoptLater = objects.adoptLater ? new NewObjects() : undefined;
+  }
+
+  /** The new objects the store is to adopt after the publish, packed; undefined if it adopts them at the commit. */
+  newObjects(): Uint8Array | undefined {
+    return this.adoptLater?.packed();
+  }
 
   apply(batch: Uint8Array): void {
     const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
@@ -162,8 +172,15 @@ export class Target {
     this.missing.add(Buffer.from(digest).toString('hex'));
   }
 
-  /** Keeps a file just written as a new object, beside the staging area until the commit. */
+  /**
+   * Keeps a file just written as a new object: listed where it is, for the store to adopt
+   * after the publish, or linked beside the staging area until the commit.
+   */
   private keepAsNew(path: string, name: string, digest: Uint8Array): void {
+    if (this.adoptLater) {
+      this.adoptLater.add(digest, path.slice(this.root.length + 1));
+      return;
+    }
     const object = `${this.objects.fresh}/${name}`;
     try {
       linkSync(path, object);
@@ -187,6 +204,8 @@ export class Target {
 
   /** Links the object `name` as `path`, from this job's new objects or the store (if the job has one), if either has it. */
   private linkShared(name: string, digest: Uint8Array, path: string): boolean {
+    const written = this.adoptLater?.pathOf(digest);
+    if (written !== undefined && linkIfThere(`${this.root}/${written}`, path)) return true;
     if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
     const store = this.objects.store;
     if (store === undefined) return false;

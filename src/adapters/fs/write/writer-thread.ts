@@ -33,7 +33,8 @@ unpacker.on('message', (message: ToWriter) => {
     } catch (error) {
       if (!target!.failed) toUnpacker({ type: 'failed', job: message.job, message: (error as Error).message });
     }
-    toUnpacker({ type: 'flushed', job: message.job, missing: [...(target?.missing ?? [])] });
+    const adopt = target?.newObjects();
+    toUnpacker({ type: 'flushed', job: message.job, missing: [...(target?.missing ?? [])], ...(adopt && { adopt }) }, adopt && [adopt.buffer as ArrayBuffer]);
     return;
   }
   if (target && !target.failed) {

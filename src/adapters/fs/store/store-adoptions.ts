@@ -1,0 +1,116 @@
+import { readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { inject, injectable } from 'inversify';
+import type { ProjectName } from '../../../domain/project-name.js';
+import { ReleaseId } from '../../../domain/release-id.js';
+import { isResourceName } from '../../../domain/resource-name.js';
+import type { Username } from '../../../domain/username.js';
+import { LOGGER, type Logger } from '../../log/logger.js';
+import { DeploysTree } from '../layout/deploys-tree.js';
+import { isMissing } from '../threads/fs-errors.js';
+import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
+
+/**
+ * A tarball release's new files join the user's store after the deploy has answered, one
+ * link each on the writer (write/new-objects.ts, ReleaseAdoption), instead of while it is
+ * unpacked: the deploy writes each new file once, as tar does. Until then they are listed
+ * by staging area; once the release is in place the list is kept in DEPLOYS_ROOT/.adopt
+ * while the writer works through it, so that a start-up finishes what a crash cut. A
+ * deploy of the same user waits for it first (`settled`): it would write those bytes again.
+ */
+@injectable()
+export class StoreAdoptions {
+  private readonly staged = new Map<string, Uint8Array>();
+  /** By store, the adoptions under way. */
+  private readonly running = new Map<string, Set<Promise<void>>>();
+
+  constructor(
+    @inject(DeploysTree) private readonly tree: DeploysTree,
+    @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
+    @inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  /** The staging area `handle` holds these new objects (packed), none of them in the store yet. */
+  stage(handle: string, objects: Uint8Array): void {
+    if (objects.length > 0) this.staged.set(handle, objects);
+  }
+
+  /** The staging area was thrown away: its objects go with it. */
+  forget(handle: string): void {
+    this.staged.delete(handle);
+  }
+
+  /**
+   * The staging area `handle` is now `project`'s release `id`: its list of new objects is
+   * kept, and they are adopted in the background. Never throws; a failure costs only the
+   * sharing of those bytes.
+   */
+  async adopt(handle: string, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+    const objects = this.staged.get(handle);
+    this.staged.delete(handle);
+    if (objects === undefined) return;
+    const list = join(this.tree.adoptionsRoot, `${this.tree.roots.replica}+${user}+${project}+${id}`);
+    try {
+      // Not flushed: the list is lost only with power, which costs those bytes' sharing, never a file.
+      await writeFile(list, objects);
+    } catch (error) {
+      this.logger.warn("listing a release's new objects for the store failed", { user, error: (error as Error).message });
+      return;
+    }
+    this.track(user, () => this.run(list, user, project, id, objects));
+  }
+
+  /** Resolves once no adoption is under way (tests, shutdown). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.running.values()].flatMap((running) => [...running]));
+  }
+
+  /** Resolves once no adoption into `user`'s store is under way. */
+  async settled(user: Username): Promise<void> {
+    const running = this.running.get(this.tree.objectsDir(user));
+    if (running) await Promise.all(running);
+  }
+
+  /** Start-up: finishes the adoptions a crash cut, this replica's; returns their lists. */
+  async resume(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.tree.adoptionsRoot);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+    const resumed: string[] = [];
+    for (const name of names) {
+      const [replica, user, project, id, ...rest] = name.split('+');
+      if (replica !== this.tree.roots.replica) continue;
+      const list = join(this.tree.adoptionsRoot, name);
+      if (rest.length > 0 || !isResourceName(user ?? '') || !isResourceName(project ?? '') || !ReleaseId.isReleaseId(id ?? '')) {
+        await unlink(list);
+        continue;
+      }
+      const objects = new Uint8Array(await readFile(list));
+      await this.run(list, user as Username, project as ProjectName, id as ReleaseId, objects);
+      resumed.push(list);
+    }
+    return resumed;
+  }
+
+  private async run(list: string, user: Username, project: ProjectName, id: ReleaseId, objects: Uint8Array): Promise<void> {
+    await this.tasks.adoptReleaseObjects(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user), objects);
+    await unlink(list);
+  }
+
+  private track(user: Username, work: () => Promise<void>): void {
+    const store = this.tree.objectsDir(user);
+    const running = this.running.get(store) ?? new Set<Promise<void>>();
+    this.running.set(store, running);
+    const done: Promise<void> = work()
+      .catch((error: unknown) => this.logger.warn("adopting a release's new objects into the store failed", { user, error: (error as Error).message }))
+      .finally(() => {
+        running.delete(done);
+        if (running.size === 0 && this.running.get(store) === running) this.running.delete(store);
+      });
+    running.add(done);
+  }
+}
