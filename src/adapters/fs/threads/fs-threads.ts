@@ -136,8 +136,8 @@ export class FsThreads {
   }
 
   /** Posts a task to the writer thread, starting the threads if need be (which throws once closed). */
-  postToWriter(request: WriterTaskRequest): void {
-    this.running().writer.postMessage(request);
+  postToWriter(request: WriterTaskRequest, transfer?: ArrayBuffer[]): void {
+    this.running().writer.postMessage(request, transfer);
   }
 
   async close(): Promise<void> {

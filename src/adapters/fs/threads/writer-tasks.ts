@@ -45,9 +45,9 @@ export class WriterTasks implements WriterListener {
     await this.run({ type: 'adopt', path: fresh, into: store });
   }
 
-  /** Links a published release's new objects (`objects`, write/new-objects.ts packed) into the user's store. */
+  /** Links a published release's new objects (`objects`, write/new-objects.ts packed, whose buffer moves to the writer) into the user's store. */
   async adoptReleaseObjects(release: string, store: string, objects: Uint8Array): Promise<void> {
-    await this.run({ type: 'adopt-release', path: release, into: store, objects });
+    await this.run({ type: 'adopt-release', path: release, into: store, objects }, [objects.buffer as ArrayBuffer]);
   }
 
   /**
@@ -75,11 +75,11 @@ export class WriterTasks implements WriterListener {
     return listed === 'gone' ? undefined : listed;
   }
 
-  private run<K extends WriterTaskKind>(request: Request<K>): Promise<WriterTaskResults[K]> {
+  private run<K extends WriterTaskKind>(request: Request<K>, transfer?: ArrayBuffer[]): Promise<WriterTaskResults[K]> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       try {
-        this.threads.postToWriter({ ...request, id } as WriterTaskRequest);
+        this.threads.postToWriter({ ...request, id } as WriterTaskRequest, transfer);
       } catch (error) {
         // A rejection, not a throw: the trash collector's queue must go on after it.
         reject(error as Error);

@@ -39,9 +39,9 @@ export class NewObjects {
     return decoder.decode(this.bytes.subarray(at + HEAD, at + HEAD + size));
   }
 
-  /** The records, packed; empty if the job wrote no new object. */
+  /** The records, packed (a view, not a copy: its buffer is transferred); empty if the job wrote no new object. */
   packed(): Uint8Array {
-    return this.bytes.slice(0, this.length);
+    return this.bytes.subarray(0, this.length);
   }
 
   private reserve(more: number): void {
