@@ -32,6 +32,8 @@ const { values: opts } = parseArgs({
     tiny: { type: 'boolean', default: false },
     // Another build of the service to time (an older tree's dist/main.js), to compare trees.
     main: { type: 'string' },
+    // `off` leaves out the first deploys (an empty store each), for a shorter run about repeats.
+    first: { type: 'string', default: 'on' },
   },
 });
 if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1', polled: '1' });
@@ -255,7 +257,7 @@ async function main() {
       const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
       const servicePhasesMs = medianPhases(service, [name]);
       const first = firstDeploys(service, monitor);
-      const firstRun = await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), async () => { await first.forget(); await settled(); });
+      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), async () => { await first.forget(); await settled(); });
       await first.forget();
       await polledDeploys(settled, () => deploy(true));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
@@ -277,7 +279,7 @@ async function main() {
       const baseScenario = results.scenarios.find((s) => s.name === base);
       const servicePhasesMs = medianPhases(service, projects);
       const first = firstDeploys(service, monitor);
-      const firstRun = await pairs(
+      const firstRun = opts.first === 'off' ? undefined : await pairs(
         `${CONCURRENT}x ${base} first`,
         () => first.deploy(archives[base], projects),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
