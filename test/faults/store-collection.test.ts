@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChildFleet, createUserAt, deployTo, type Child } from '../support/child-service.js';
 import {
+  adoptionsDone,
   liveReleaseOf,
   missingObjects,
   objectPath,
@@ -45,6 +46,8 @@ describe("start-up collects every user's store, in the background", () => {
       const token = await createUserAt(first.url, ADMIN, user);
       expect((await deployTo(first.url, token, 'site', siteArchive(site))).status).toBe(200);
     }
+    // Every release's objects in the store before the crash: what start-up collects is then only the orphans.
+    await adoptionsDone(deploys);
     await kill9(first);
     const linked = { ann: countEntries(storeOf(deploys, 'ann')), bob: countEntries(storeOf(deploys, 'bob')) };
     // Enough that collecting them takes a while (unlink(2) costs ~0.3 ms on this disk):

@@ -5,6 +5,7 @@ import { startHarness, type Harness } from '../support/service-harness.js';
 import { slowUpload } from '../support/slow-upload.js';
 import { until } from '../support/until.js';
 import {
+  adoptionsDone,
   digestsOf,
   liveReleaseOf,
   missingObjects,
@@ -136,6 +137,7 @@ describe('garbage collection racing deploys and rollbacks (real server, real dir
   });
 
   it('once the collections settle, the store holds exactly the objects the kept releases link', async () => {
+    await adoptionsDone(h.deploysRoot);
     await h.trashEmptied();
     await storeCollected(store(), 10_000);
     const kept = await keptReleases();
