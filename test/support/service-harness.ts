@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/adapters/config/config.js';
 import { SilentLogger, type Logger } from '../../src/adapters/log/logger.js';
 import { startService, type RunningService } from '../../src/service.js';
+import { adoptionsDone } from './store.js';
 import { snapshot } from './tree.js';
 import { until } from './until.js';
 
@@ -17,6 +18,7 @@ export interface Harness {
   readonly previewsRoot: string;
   readonly service: RunningService;
   createUser(username: string): Promise<string>;
+  /** A tarball deploy; resolves once its answer has come and its new objects are in the store. */
   deploy(token: string, project: string | undefined, archive: Buffer | undefined, options?: { fileFirst?: boolean; preview?: string }): Promise<Reply>;
   call(method: string, path: string, options?: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> }): Promise<Reply>;
   /** Waits until background deletions have emptied DEPLOYS_ROOT/.trash. */
@@ -92,7 +94,11 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
         headers: { authorization: `Bearer ${token}` },
         body: form,
       });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+      const reply = { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+      // The service adopts a tarball's new objects into the store after it answers: the
+      // tests see the tree as the deploy leaves it (release-adoption.test.ts tests the wait itself).
+      await adoptionsDone(config.deploysRoot, 20_000);
+      return reply;
     },
     trashEmptied,
     async settled() {

@@ -21,6 +21,8 @@ import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 @injectable()
 export class StoreAdoptions {
   private readonly staged = new Map<string, Uint8Array>();
+  /** The lists this process is working through: a resume leaves them to it. */
+  private readonly lists = new Set<string>();
   /** By store, the adoptions under way. */
   private readonly running = new Map<string, Set<Promise<void>>>();
 
@@ -85,11 +87,18 @@ export class StoreAdoptions {
       const [replica, user, project, id, ...rest] = name.split('+');
       if (replica !== this.tree.roots.replica) continue;
       const list = join(this.tree.adoptionsRoot, name);
+      if (this.lists.has(list)) continue;
       if (rest.length > 0 || !isResourceName(user ?? '') || !isResourceName(project ?? '') || !ReleaseId.isReleaseId(id ?? '')) {
         await unlink(list);
         continue;
       }
-      const objects = new Uint8Array(await readFile(list));
+      let objects: Uint8Array;
+      try {
+        objects = new Uint8Array(await readFile(list));
+      } catch (error) {
+        if (isMissing(error)) continue; // finished meanwhile
+        throw error;
+      }
       await this.run(list, user as Username, project as ProjectName, id as ReleaseId, objects);
       resumed.push(list);
     }
@@ -97,8 +106,15 @@ export class StoreAdoptions {
   }
 
   private async run(list: string, user: Username, project: ProjectName, id: ReleaseId, objects: Uint8Array): Promise<void> {
-    await this.tasks.adoptReleaseObjects(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user), objects);
-    await unlink(list);
+    this.lists.add(list);
+    try {
+      await this.tasks.adoptReleaseObjects(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user), objects);
+      await unlink(list).catch((error: unknown) => {
+        if (!isMissing(error)) throw error;
+      });
+    } finally {
+      this.lists.delete(list);
+    }
   }
 
   private track(user: Username, work: () => Promise<void>): void {
