@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
-import { createUser, httpDeploy, procStatus, startService } from './service.mjs';
+import { createUser, httpDeploy, procStatus, startService, TUNING } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLI = join(here, '..', 'dist', 'sitedrop.mjs');
@@ -123,7 +123,7 @@ async function shapeRun(work, name) {
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
   mkdirSync(releases, { recursive: true });
-  const service = await startService(data, { env: { RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}) });
+  const service = await startService(data, { env: { ...TUNING, RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}) });
   const proxy = await countingProxy(service.url);
   try {
     const token = await createUser(service.url, 'cli');

@@ -13,11 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
 import { startMonitor } from './monitor.mjs';
-import { createUser, deleteUser, httpDeploy, startService } from './service.mjs';
+import { createUser, deleteUser, httpDeploy, startService, TUNING } from './service.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** Settings an experiment may vary, passed through from the benchmark's own environment. */
-const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT', 'PRECOMPRESS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
 
 const { values: opts } = parseArgs({
   options: {

@@ -9,6 +9,9 @@ import { MAIN, spawnService, whenListening } from '../scripts/service-process.mj
 
 export const ADMIN = 'bench-admin-token-0123456789abcdefghijkl';
 
+/** Settings an experiment may vary, passed through from the benchmark's own environment. */
+export const TUNING = Object.fromEntries(['DEPLOYS_MAX_CONCURRENT', 'PRECOMPRESS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+
 /** Child processes (services, pollers) to kill if the benchmark exits first. */
 export const running = new Set();
 process.on('exit', () => {
