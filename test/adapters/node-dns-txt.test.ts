@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NodeDnsTxt } from '../../src/adapters/dns/node-dns-txt.js';
+import { LOOKUP_MS, NodeDnsTxt } from '../../src/adapters/dns/node-dns-txt.js';
 import { startDnsResponder, type DnsResponder } from '../support/dns-responder.js';
 
 describe('TXT lookups through node:dns at DNS_SERVERS', () => {
@@ -29,8 +29,41 @@ describe('TXT lookups through node:dns at DNS_SERVERS', () => {
   });
 
   it('gives up on a server that never answers within a few seconds, saying so', async () => {
+    const started = performance.now();
     const lookup = await new NodeDnsTxt([silent.address]).lookup('_sitedrop-challenge.docs.example.com');
     expect(lookup).toEqual({ failure: 'ETIMEOUT' });
     expect(silent.asked.length).toBeGreaterThan(0);
+    // The contract's "a few seconds", with room for a loaded machine: not a speed target.
+    expect(performance.now() - started).toBeLessThan(LOOKUP_MS + 2000);
+  }, 20_000);
+
+  it('bounds the whole lookup, however many silent servers it is given', async () => {
+    const more = await Promise.all([startDnsResponder({ silent: true }), startDnsResponder({ silent: true })]);
+    try {
+      const started = performance.now();
+      const lookup = await new NodeDnsTxt([silent.address, ...more.map((m) => m.address)]).lookup('_sitedrop-challenge.docs.example.com');
+      expect(lookup).toEqual({ failure: 'ETIMEOUT' });
+      // Without the deadline, c-ares tries the three in turn, twice each: about 13.5 s.
+      expect(performance.now() - started).toBeLessThan(LOOKUP_MS + 2000);
+    } finally {
+      await Promise.all(more.map((m) => m.close()));
+    }
+  }, 30_000);
+
+  it('answers lookups made at once each on their own: one cut at its deadline leaves the other', async () => {
+    dns.txt.set('_sitedrop-challenge.both.example.com', ['v']);
+    dns.unanswered.add('_sitedrop-challenge.dropped.example.com');
+    const txt = new NodeDnsTxt([dns.address]);
+    const [slow, fast] = await Promise.all([
+      txt.lookup('_sitedrop-challenge.dropped.example.com'),
+      // Still under way when the first one's deadline comes.
+      new Promise((resolve) => setTimeout(resolve, LOOKUP_MS - 300)).then(() => {
+        dns.unanswered.add('_sitedrop-challenge.both.example.com');
+        setTimeout(() => dns.unanswered.delete('_sitedrop-challenge.both.example.com'), 600);
+        return txt.lookup('_sitedrop-challenge.both.example.com');
+      }),
+    ]);
+    expect(slow).toEqual({ failure: 'ETIMEOUT' });
+    expect(fast).toEqual({ records: ['v'] });
   }, 20_000);
 });

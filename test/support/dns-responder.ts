@@ -9,6 +9,8 @@ export interface DnsResponder {
   /** `127.0.0.1:<port>`, for DNS_SERVERS. */
   readonly address: string;
   readonly txt: Map<string, string[]>;
+  /** Names it never answers, as a server that drops some questions. */
+  readonly unanswered: Set<string>;
   /** Names asked, in order. */
   readonly asked: string[];
   close(): Promise<void>;
@@ -62,16 +64,18 @@ export async function startDnsResponder(options: { silent?: boolean } = {}): Pro
   const socket: Socket = createSocket('udp4');
   const txt = new Map<string, string[]>();
   const asked: string[] = [];
+  const unanswered = new Set<string>();
   socket.on('message', (query, from) => {
     const { name } = readName(query, 12);
     asked.push(name);
-    if (options.silent) return;
+    if (options.silent || unanswered.has(name.toLowerCase())) return;
     socket.send(answer(query, txt.get(name.toLowerCase())), from.port, from.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   return {
     address: `127.0.0.1:${socket.address().port}`,
     txt,
+    unanswered,
     asked,
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
