@@ -11,7 +11,10 @@ const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 
 const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?$/);
 const hostName = fc.array(label, { minLength: 1, maxLength: 4 }).chain((labels) => fc.constantFrom('com', 'org', 'example', 'xn--p1ai').map((tld) => [...labels, tld].join('.')));
-const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), hostName, hostName.map((h) => h.toUpperCase() + '.'), fc.ipV4(), fc.ipV6(), fc.ipV4Extended(), fc.domain());
+// Names near the 253-character bound: up to six labels of up to 63 characters, most of them too long.
+const longLabel = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/).map((l) => l.padEnd(40 + (l.length % 24), 'a'));
+const longName = fc.array(longLabel, { minLength: 3, maxLength: 6 }).map((labels) => [...labels, 'com'].join('.'));
+const anyText = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), hostName, hostName.map((h) => h.toUpperCase() + '.'), longName, longName.map((h) => `${h}.`), fc.ipV4(), fc.ipV6(), fc.ipV4Extended(), fc.domain());
 
 const claim = (over: Partial<DomainClaim> = {}): DomainClaim => ({
   user: 'ann' as Username,
@@ -30,6 +33,13 @@ describe('a custom domain name', () => {
     expect(DomainName.parse(`${'a'.repeat(63)}.com`)).toBe(`${'a'.repeat(63)}.com`);
     const long = [...Array(4)].map(() => 'a'.repeat(61)).join('.') + '.com'; // 248 characters
     expect(DomainName.parse(long)).toBe(long);
+    // 253 characters is the most, with or without the trailing dot.
+    const longest = [...Array(3)].map(() => 'a'.repeat(63)).join('.') + '.' + 'b'.repeat(57) + '.com';
+    expect(longest).toHaveLength(253);
+    expect(DomainName.parse(longest)).toBe(longest);
+    expect(DomainName.parse(`${longest}.`)).toBe(longest);
+    expect(() => DomainName.parse(longest.replace('.b', '.bb'))).toThrow(InvalidDomain);
+    expect(() => DomainName.parse(`${longest.replace('.com', '.comx')}.`)).toThrow(InvalidDomain);
   });
 
   it('refuses what is not a host name of two labels or more, IP addresses, wildcards, localhost and sitedrop\'s own hosts', () => {
@@ -74,6 +84,7 @@ describe('a custom domain name', () => {
         expect(isIP(new URL(`http://${name}/`).hostname)).toBe(0);
         expect(name).not.toContain('*');
         expect(name.length).toBeLessThanOrEqual(253);
+        expect(name.split('.').every((l) => l.length <= 63)).toBe(true);
         expect(name.split('.').length).toBeGreaterThanOrEqual(2);
         expect(name === 'localhost' || name.endsWith('.localhost')).toBe(false);
       }),
