@@ -175,6 +175,8 @@ export async function disposeContainer(c: Container): Promise<string[]> {
   await c.get(NodeStaging).close();
   // Cut rather than finished: what it leaves (a scratch area, objects no release links) start-up removes.
   await c.get(NodePrecompression).close();
+  // Its background loads write under DATA_DIR: done before anything there is removed.
+  if (c.isBound(CaddyWebServer)) await c.get(CaddyWebServer).close();
   const failed = await c.get(DeploysTree).settle();
   await c.get(FS_THREADS).close();
   await c.get(DATABASE).destroy();

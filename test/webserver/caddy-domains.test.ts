@@ -1,5 +1,8 @@
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { caddyPorts, startCaddy, type RunningCaddy } from '../support/caddy.js';
 import { startDnsResponder, type DnsResponder } from '../support/dns-responder.js';
@@ -24,6 +27,7 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
   let httpsPort: number;
   let ann: string;
   let bob: string;
+  let reloads: string;
 
   const collect = (resolve: (a: Answer) => void) => (res: import('node:http').IncomingMessage) => {
     let body = '';
@@ -31,11 +35,26 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     res.on('data', (chunk: string) => (body += chunk));
     res.on('end', () => resolve({ status: res.statusCode ?? 0, body, location: res.headers.location, headers: res.headers }));
   };
-  /** A GET through Caddy's HTTP port with this Host header, as a browser at that domain would send it. */
-  const get = (host: string, path: string) =>
-    new Promise<Answer>((resolve, reject) => {
-      request({ host: '127.0.0.1', port: caddy.port, path, headers: { host } }, collect(resolve)).on('error', reject).end();
-    });
+  /**
+   * A GET through Caddy's HTTP port with this Host header, as a browser at that domain would
+   * send it. A connection Caddy closed before answering is tried again, as browsers do for a
+   * GET (RFC 9112 9.3.1): Caddy closes its connections when it loads a configuration, and
+   * every verified or removed domain loads one. `retried` counts those.
+   */
+  let retried = 0;
+  const get = (host: string, path: string, agent?: false): Promise<Answer> => {
+    const once = () =>
+      new Promise<Answer>((resolve, reject) => {
+        request({ host: '127.0.0.1', port: caddy.port, path, headers: { host }, ...(agent === false ? { agent } : {}) }, collect(resolve)).on('error', reject).end();
+      });
+    const attempt = (left: number): Promise<Answer> =>
+      once().catch((error: NodeJS.ErrnoException) => {
+        if (left === 0 || error.code !== 'ECONNRESET') throw error;
+        retried += 1;
+        return attempt(left - 1);
+      });
+    return attempt(3);
+  };
   /** A GET over HTTPS with SNI = `host`, trusting any certificate (Caddy's internal CA). */
   const getTls = (host: string, path: string) =>
     new Promise<Answer>((resolve, reject) => {
@@ -52,7 +71,10 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     dns = await startDnsResponder();
     const ports = await caddyPorts();
     httpsPort = ports.httpsPort;
-    h = await startHarness({ ...backend.env, ...ports.env, DNS_SERVERS: dns.address });
+    reloads = await mkdtemp(join(tmpdir(), 'sitedrop-reloads-'));
+    // Returns at once, but while a test holds the gate, the first run waits for it to go.
+    const reload = `if [ -e ${reloads}/gate ] && mkdir ${reloads}/held 2>/dev/null; then while [ -e ${reloads}/gate ]; do sleep 0.05; done; fi`;
+    h = await startHarness({ ...backend.env, ...ports.env, DNS_SERVERS: dns.address, WEBSERVER_RELOAD: reload });
     caddy = await startCaddy(h.root, ports);
     ann = await h.createUser('ann');
     bob = await h.createUser('bob');
@@ -62,6 +84,7 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     await h?.close();
     await dns?.close();
     await backend?.drop();
+    if (reloads) await rm(reloads, { recursive: true, force: true });
   });
 
   it("serves a verified domain's site without rules at its root, in any case, and a new deploy at once", async () => {
@@ -136,6 +159,8 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     await deploy(ann, 'secure', { 'index.html': 'secure home', 'a.html': 'A', _redirects: '/go /a.html 302\n' });
     await own(ann, 'secure', 'secure.example.com');
     await own(ann, 'plain', 'www.plain.example.com');
+    // The HTTPS site names its hosts: a new one is loaded in the background.
+    await soon('the domain over HTTPS', () => getTls('www.plain.example.com', '/').then(() => true, () => false));
     expect(await getTls('www.plain.example.com', '/')).toMatchObject({ status: 200, body: 'ann plain v2' });
     await soon('the rules over HTTPS', async () => (await getTls('secure.example.com', '/go')).status === 302);
     expect(await getTls('secure.example.com', '/go')).toMatchObject({ status: 302, location: '/a.html' });
@@ -144,5 +169,82 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     expect((await h.call('POST', '/api/v1/projects/secure/domains', { token: ann, json: { domain: 'pending.secure.example.com' } })).status).toBe(200);
     await expect(getTls('pending.secure.example.com', '/')).rejects.toThrow();
     await expect(getTls('unknown.example.org', '/')).rejects.toThrow();
+    // Removed after its certificate was issued: Caddy still holds it, yet ends the handshake.
+    expect((await h.call('DELETE', '/api/v1/projects/plain/domains/www.plain.example.com', { token: ann })).status).toBe(200);
+    await soon('no handshake for the removed domain', () => getTls('www.plain.example.com', '/').then(() => false, () => true));
+    expect(await getTls('secure.example.com', '/')).toMatchObject({ status: 200, body: 'secure home' });
+    // And a handshake again once it is verified again.
+    await own(ann, 'plain', 'www.plain.example.com');
+    await soon('the domain over HTTPS again', () => getTls('www.plain.example.com', '/').then((a) => a.status === 200, () => false));
+  });
+
+  it('shows a new deploy, a rollback and a promote at once, with and without rules; never a preview', async () => {
+    for (const [project, rules] of [['moving', {}], ['ruled', { _redirects: '/r /index.html 302\n' }]] as const) {
+      const host = `${project}.example.com`;
+      const first = await deploy(ann, project, { 'index.html': 'v1', ...rules });
+      await own(ann, project, host);
+      await soon(`${host} served`, async () => (await get(host, '/')).body === 'v1');
+      await soon(`${host} over HTTPS`, () => getTls(host, '/').then((a) => a.body === 'v1', () => false));
+      await deploy(ann, project, { 'index.html': 'v2', ...rules });
+      expect(await get(host, '/')).toMatchObject({ body: 'v2' });
+      expect((await h.call('POST', `/api/v1/projects/${project}/rollback`, { token: ann, json: { release: first } })).status).toBe(200);
+      expect(await get(host, '/')).toMatchObject({ body: 'v1' });
+      await deploy(ann, project, { 'index.html': 'the preview', 'only-in-preview.html': 'p', ...rules }, 'pr-1');
+      expect(await get(host, '/')).toMatchObject({ body: 'v1' });
+      expect((await get(host, '/only-in-preview.html')).status).toBe(404);
+      expect((await h.call('POST', `/api/v1/projects/${project}/previews/pr-1/promote`, { token: ann })).status).toBe(200);
+      expect(await get(host, '/')).toMatchObject({ status: 200, body: 'the preview' });
+      expect(await getTls(host, '/only-in-preview.html')).toMatchObject({ status: 200, body: 'p' });
+      if ('_redirects' in rules) expect(await get(host, '/r')).toMatchObject({ status: 302, location: '/index.html' });
+    }
+  });
+
+  it("never makes a deploy wait for a domain change's load and WEBSERVER_RELOAD, and serves every site while domains change", async () => {
+    await deploy(ann, 'steady', { 'index.html': 'steady' });
+    await deploy(ann, 'rules', { 'index.html': 'rules', _redirects: '/r /index.html 302\n' });
+    await own(ann, 'steady', 'steady.example.com');
+    // Every site, through Caddy, while domains come and go, each request on a new connection.
+    const probes: [string, string, number][] = [
+      [`127.0.0.1:${caddy.port}`, '/ann/steady/', 200],
+      [`127.0.0.1:${caddy.port}`, '/ann/rules/r', 302],
+      ['steady.example.com', '/', 200],
+    ];
+    const bad: string[] = [];
+    let probing = true;
+    let answered = 0;
+    const prober = (async () => {
+      while (probing) {
+        for (const [host, path, status] of probes) {
+          const got = await get(host, path, false).then((a) => a.status, (e: Error) => e.message);
+          answered += 1;
+          if (got !== status) bad.push(`${host}${path}: ${got}`);
+        }
+      }
+    })();
+    try {
+      await writeFile(join(reloads, 'gate'), '');
+      // Verifying rules' domain loads its route at the domain and the HTTPS hosts; WEBSERVER_RELOAD then waits on the gate.
+      await own(ann, 'rules', 'rules.example.com');
+      await until(() => stat(join(reloads, 'held')).then(() => true, () => false), 'the reload command to be held');
+      const inTime = <T>(work: Promise<T>) => Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the deploy waited for the domains reload')), 15_000))]);
+      // Neither a site without rules nor one with rules waits for it (the latter's own load and command run).
+      await inTime(deploy(ann, 'steady', { 'index.html': 'steady' }));
+      await inTime(deploy(ann, 'rules', { 'index.html': 'rules', _redirects: '/r /index.html 302\n/s /index.html 307\n' }));
+      expect(await get(`127.0.0.1:${caddy.port}`, '/ann/rules/s')).toMatchObject({ status: 307 });
+      expect(await stat(join(reloads, 'held')).then(() => true)).toBe(true);
+      for (let i = 0; i < 3; i += 1) {
+        expect((await h.call('DELETE', '/api/v1/projects/rules/domains/rules.example.com', { token: ann })).status).toBe(200);
+        await own(ann, 'rules', 'rules.example.com');
+      }
+    } finally {
+      await rm(join(reloads, 'gate'), { force: true });
+    }
+    await soon('the rules at the domain', async () => (await get('rules.example.com', '/s')).status === 307);
+    probing = false;
+    await prober;
+    expect(bad).toEqual([]);
+    expect(answered).toBeGreaterThan(30);
+    // Each try again was a connection Caddy closed, never an answer from the wrong release or no site.
+    expect(retried).toBeLessThan(answered / 4);
   });
 });

@@ -5,7 +5,7 @@ import type { SiteAddress } from '../../../application/ports/web-server.js';
 import { isAddress, regexLiteral, siteServers, type SiteServer } from '../addresses.js';
 import { commonMatchers, indent, siteRouteBody, type SiteRoute } from './caddy-site-route.js';
 import { token } from './caddy-text.js';
-import { DOMAIN_ROUTE_MARKER, domainsBlocks, domainsGlobalOptions, type CaddyDomainsInput } from './caddy-domains.js';
+import { DOMAIN_ROUTE_MARKER, domainsBlocks, domainsGlobalOptions, HTTPS_FILE, type CaddyDomainsInput } from './caddy-domains.js';
 
 export interface CaddyInput extends CaddyDomainsInput {
   readonly publicBase: string;
@@ -91,6 +91,9 @@ export function caddyfile(input: CaddyInput): string {
     '',
     ...servers.flatMap((s) => [...serverBlock(s, input, publicServer.port), '']),
     ...domainsBlocks(publicServer, input),
+    '# The verified domains over HTTPS, once there is one (caddy-domains.ts).',
+    `import ${join(input.snippetsDir, HTTPS_FILE.replace('.caddy', '*.caddy'))}`,
+    '',
   ].join('\n');
 }
 

@@ -63,20 +63,42 @@ function domainsBody(input: CaddyDomainsInput): string[] {
 }
 
 /**
- * The custom domains' servers: every host PUBLIC_BASE's own server does not name, on its
- * port over HTTP (when PUBLIC_BASE is http), and on DOMAINS_HTTPS_PORT with certificates
- * issued on demand once sitedrop's check endpoint says the host is verified and live.
+ * The custom domains' server over HTTP: every host PUBLIC_BASE's own server does not
+ * name, on its port (when PUBLIC_BASE is http). The HTTPS server is httpsBlock's.
  */
 export function domainsBlocks(publicServer: SiteServer, input: CaddyDomainsInput): string[] {
-  const body = domainsBody(input);
-  const blocks: string[] = [];
-  if (publicServer.scheme === 'http') {
-    const bind = isAddress(publicServer.host) ? [`\tbind ${publicServer.host}`] : [];
-    blocks.push(`http://:${publicServer.port} {`, ...bind, ...indent(body), '}', '');
-  }
+  if (publicServer.scheme !== 'http') return [];
+  const bind = isAddress(publicServer.host) ? [`\tbind ${publicServer.host}`] : [];
+  return [`http://:${publicServer.port} {`, ...bind, ...indent(domainsBody(input)), '}', ''];
+}
+
+/** The file sitedrop writes with the domains' HTTPS server, which the Caddyfile imports (none while no domain is verified). */
+export const HTTPS_FILE = 'https.caddy';
+
+/**
+ * The domains' HTTPS server, on DOMAINS_HTTPS_PORT with certificates issued on demand
+ * once sitedrop's check endpoint says the host is verified and live. It names each
+ * verified host: Caddy then ends the handshake of any other, including a host removed
+ * since its certificate was issued, which a catch-all would go on serving from Caddy's
+ * cache (docs/caddy.md). Undefined for no host: no such server.
+ */
+export function httpsBlock(hosts: readonly string[], input: CaddyDomainsInput): string | undefined {
+  if (hosts.length === 0) return undefined;
+  const port = `:${input.domainsHttpsPort}`;
   const tls = input.domainsTls === 'internal' ? 'tls internal {' : 'tls {';
-  blocks.push(`https://:${input.domainsHttpsPort} {`, `\t${tls}`, '\t\ton_demand', '\t}', ...indent(body), '}', '');
-  return blocks;
+  return [
+    '# The verified domains over HTTPS. Written by sitedrop: it is replaced as domains change.',
+    `${[...hosts].sort().map((host) => `https://${host}${port}`).join(', ')} {`,
+    `\t${tls}`,
+    '\t\ton_demand',
+    '\t}',
+    ...indent(domainsBody(input)),
+    '}',
+    '',
+  ]
+    .join('\n')
+    // An imported file's tokens pass through Caddy's replacer once more (see siteSnippet).
+    .replace(/\\([{}])/g, '\\\\$1');
 }
 
 /**

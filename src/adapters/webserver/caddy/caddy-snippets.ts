@@ -1,7 +1,15 @@
 import { mkdir, readdir, readFile, readlink, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { SiteScope } from '../../../application/ports/web-server.js';
-import { DOMAIN_ROUTE_MARKER, domainRoutes } from './caddy-domains.js';
+import { DOMAIN_ROUTE_MARKER, domainRoutes, HTTPS_FILE } from './caddy-domains.js';
+
+/** What Caddy reads of the verified domains: the routes of sites with rules at them, and the HTTPS server naming them. */
+export interface DomainFiles {
+  readonly routes: string | undefined;
+  readonly https: string | undefined;
+}
+
+const ROUTES_FILE = 'domains.caddy';
 
 /** What a snippet pins its site to: the release, and whether with rules or none. */
 export interface Pin {
@@ -46,15 +54,21 @@ export class SnippetFiles {
   /**
    * Writes each kind's snippets into one file, `live.caddy` and `previews.caddy`, which
    * the Caddyfile imports: Caddy's adapter takes time in the square of the number of
-   * files a glob imports, and in their total size for one file.
+   * files a glob imports, and in their total size for one file. Then the domains' files.
    */
-  async combine(domains: ReadonlyMap<string, readonly string[]>): Promise<void> {
+  async combine(domains: DomainFiles): Promise<void> {
     // Caddy refuses to import an empty file; the glob takes no file.
     for (const kind of ['live', 'previews']) {
       const texts = (await this.texts(kind)).map(({ text }) => text.split(`\n${DOMAIN_ROUTE_MARKER}\n`)[0]!);
       await this.put(`${kind}.caddy`, texts.length === 0 ? undefined : texts.join('\n'));
     }
-    await this.put('domains.caddy', await this.domainRoutes(domains));
+    await this.put(ROUTES_FILE, domains.routes);
+    await this.put(HTTPS_FILE, domains.https);
+  }
+
+  /** Whether the domains' files say other than `domains`. */
+  async differ(domains: DomainFiles): Promise<boolean> {
+    return (await this.read(ROUTES_FILE)) !== domains.routes || (await this.read(HTTPS_FILE)) !== domains.https;
   }
 
   /**

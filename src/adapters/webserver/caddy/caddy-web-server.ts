@@ -8,7 +8,8 @@ import { WebServerFailed } from '../../../domain/errors.js';
 import { compileSiteRules, hasNoRules, type SiteRules } from '../../../domain/site-rules.js';
 import { LOGGER, type Logger } from '../../log/logger.js';
 import { caddyfile, siteSnippet, snippetFile, type CaddyInput } from './caddy-config.js';
-import { domainsBySite, inScope, linkTarget, pinLine, pinOf, SnippetFiles, type Pin } from './caddy-snippets.js';
+import { httpsBlock } from './caddy-domains.js';
+import { domainsBySite, inScope, linkTarget, pinLine, pinOf, SnippetFiles, type DomainFiles, type Pin } from './caddy-snippets.js';
 
 export interface CaddySettings extends CaddyInput {
   /** Caddy's admin endpoint, host:port. */
@@ -34,9 +35,12 @@ export const CADDY_SETTINGS = Symbol.for('sitedrop.CaddySettings') as ServiceIde
  * Loads run one at a time.
  *
  * Verified domains are read from DOMAINS_ROOT's links at each load: a live site with
- * rules is routed at its domains too, pinned like its path route. A domain's link
- * changing calls domainsChanged(), which loads only when those routes change (never for
- * a site without rules, which the domains' server reaches through the link).
+ * rules is routed at its domains too, pinned like its path route, and the HTTPS server
+ * names every verified host. A domain's link changing calls domainsChanged(), which loads
+ * in the background. Deploys never wait for it: one that needs nothing of Caddy (no rules,
+ * no pin) never joins the line, and one that does goes ahead of a domains load not yet
+ * begun (its own load carries the domains too). What it may wait for is a load already
+ * under way: Caddy applies one configuration at a time.
  */
 @injectable()
 export class CaddyWebServer implements WebServer {
@@ -44,8 +48,13 @@ export class CaddyWebServer implements WebServer {
   private queue: Promise<unknown> = Promise.resolve();
   /** A domains load is queued and has not started: later changes join it. */
   private domainsQueued = false;
-  /** Caddy may not hold what domains.caddy says (a load failed since it was written). */
+  /** Caddy may not hold what the domains' files say (a load failed since they were written). */
   private domainsStale = false;
+  /** Deploys' loads in line, not yet begun: a domains load lets them go first. */
+  private deploysWaiting = 0;
+  /** The domains loads' WEBSERVER_RELOAD runs, one at a time, outside the line deploys wait in. */
+  private domainCommands: Promise<unknown> = Promise.resolve();
+  private closed = false;
 
   constructor(
     @inject(CADDY_SETTINGS) private readonly settings: CaddySettings,
@@ -54,9 +63,13 @@ export class CaddyWebServer implements WebServer {
     this.files = new SnippetFiles(settings.snippetsDir);
   }
 
-  willServe(served: ServedSite): Promise<void> {
+  async willServe(served: ServedSite): Promise<void> {
+    const file = snippetFile(served.site);
+    // No rules and no pin: nothing to load, so no waiting in line (a site's deploys come one at a time).
+    if (hasNoRules(served.rules) && (await this.files.read(file)) === undefined) return;
+    this.deploysWaiting += 1;
     return this.serially(async () => {
-      const file = snippetFile(served.site);
+      this.deploysWaiting -= 1;
       const before = await this.files.read(file);
       const wanted = await this.wanted(served, before === undefined ? undefined : pinOf(before));
       if (wanted === before) return;
@@ -66,7 +79,7 @@ export class CaddyWebServer implements WebServer {
       } catch (error) {
         // Caddy keeps its configuration when a load fails; the files go back to match it.
         await this.files.put(file, before);
-        await this.files.combine(await this.domains());
+        await this.files.combine(await this.domainFiles());
         if (error instanceof CommandFailed) await this.load(false).catch(() => undefined);
         throw new WebServerFailed((error as Error).message);
       }
@@ -97,30 +110,57 @@ export class CaddyWebServer implements WebServer {
         await this.files.put(file, text);
         changed = true;
       }
-      const domains = await this.files.domainRoutes(await this.domains());
-      if (changed || domains !== (await this.files.read('domains.caddy'))) await this.load(true);
+      if (changed || (await this.files.differ(await this.domainFiles()))) await this.load(true);
     });
   }
 
   /**
-   * A verified domain's link came or went: loads when the routes of sites with rules at
-   * their domains change. The caller never waits (nor does a deploy that has a load of
-   * its own to do: that one reads the links too). A failure is logged; the next load
-   * carries the change.
+   * A verified domain's link came or went: loads when the domains' files change (the
+   * HTTPS server's hosts, the routes of sites with rules at their domains), in the
+   * background, then runs WEBSERVER_RELOAD outside the line. The caller never waits. A
+   * failure is logged; the next load carries the change.
    */
   domainsChanged(): void {
-    if (this.domainsQueued) return;
+    if (this.domainsQueued || this.closed) return;
     this.domainsQueued = true;
-    this.serially(async () => {
-      this.domainsQueued = false;
-      const wanted = await this.files.domainRoutes(await this.domains());
-      if (!this.domainsStale && wanted === (await this.files.read('domains.caddy'))) return;
-      await this.load(true);
-    }).catch((error: unknown) => this.logger.warn('Caddy could not be told of a custom domain change', { error: (error as Error).message }));
+    this.loadDomains(true)
+      .then((loaded) => {
+        if (loaded && this.settings.webServerReload !== undefined) {
+          const command = this.settings.webServerReload;
+          this.domainCommands = this.domainCommands.then(() => runCommand(command, this.settings.timeoutMs)).catch((error: unknown) => this.logger.warn('WEBSERVER_RELOAD failed after a custom domain change', { error: (error as Error).message }));
+        }
+      })
+      .catch((error: unknown) => this.logger.warn('Caddy could not be told of a custom domain change', { error: (error as Error).message }));
   }
 
-  private domains(): Promise<Map<string, string[]>> {
-    return domainsBySite(this.settings.domainsRoot, this.settings.docsRoot);
+  /** At shutdown: no more domains loads; resolves once the loads and commands under way are done (none writes after). */
+  async close(): Promise<void> {
+    this.closed = true;
+    // A domains load that let deploys go first joins the line again: wait until it stays the same.
+    for (let line = this.queue; ; line = this.queue) {
+      await line;
+      if (line === this.queue) break;
+    }
+    await this.domainCommands;
+  }
+
+  /** Whether it loaded. `yieldOnce`: deploys in line go first, once (each of their loads carries the domains). */
+  private async loadDomains(yieldOnce: boolean): Promise<boolean> {
+    const done = await this.serially(async () => {
+      if (yieldOnce && this.deploysWaiting > 0) return 'later';
+      this.domainsQueued = false;
+      if (!this.domainsStale && !(await this.files.differ(await this.domainFiles()))) return false;
+      await this.load(false);
+      return true;
+    });
+    // In line again, behind the deploys that were waiting.
+    return done === 'later' ? this.loadDomains(false) : done;
+  }
+
+  /** The domains' files as the links say now. */
+  private async domainFiles(): Promise<DomainFiles> {
+    const bySite = await domainsBySite(this.settings.domainsRoot, this.settings.docsRoot);
+    return { routes: await this.files.domainRoutes(bySite), https: httpsBlock([...bySite.values()].flat(), this.settings) };
   }
 
   /** The snippet a site should have for `served`, given what it has now. */
@@ -162,7 +202,7 @@ export class CaddyWebServer implements WebServer {
   /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD. */
   private async load(withCommand: boolean): Promise<void> {
     await this.dropSettledPins();
-    await this.files.combine(await this.domains());
+    await this.files.combine(await this.domainFiles());
     this.domainsStale = true;
     const response = await fetch(`http://${this.settings.caddyAdmin}/load`, {
       method: 'POST',
