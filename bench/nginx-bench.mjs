@@ -68,3 +68,26 @@ http {
   await new Promise((r) => setTimeout(r, 500));
   return { stop: () => nginx.kill('SIGQUIT') };
 }
+
+/**
+ * A real Caddy running the Caddyfile `webserver-config caddy` writes for the service whose
+ * environment is `env` (CADDY_ADMIN among it), its data and home under `root`.
+ */
+export async function startBenchCaddy(root, env) {
+  const generated = join(root, 'caddy');
+  execFileSync(process.execPath, [join(here, '..', 'dist', 'adapters', 'webserver', 'main.js'), 'caddy', '--out', generated], { env: { ...process.env, ...env } });
+  const caddy = spawn('caddy', ['run', '--config', join(generated, 'Caddyfile'), '--adapter', 'caddyfile'], {
+    env: { ...process.env, CADDY_ADMIN: env.CADDY_ADMIN, HOME: generated, XDG_CONFIG_HOME: generated, XDG_DATA_HOME: generated },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  for (let tries = 0; ; tries += 1) {
+    try {
+      await fetch(`http://${env.CADDY_ADMIN}/config/`);
+      break;
+    } catch (error) {
+      if (tries > 100) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { caddyfile: join(generated, 'Caddyfile'), stop: () => caddy.kill('SIGTERM') };
+}
