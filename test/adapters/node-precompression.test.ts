@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, symlink } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeployActivity } from '../../src/adapters/precompress/deploy-activity.js';
@@ -9,6 +9,7 @@ import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
+import { until } from '../support/until.js';
 
 const alice = 'alice' as Username;
 const docs = 'docs' as ProjectName;
@@ -21,6 +22,7 @@ describe('compressed siblings of the releases a web server serves (real director
   let d: RealDeploys;
   let logged: { message: string; fields?: Record<string, unknown> }[];
   let precompression: NodePrecompression;
+  let activity: DeployActivity;
   const previewsRoot = () => join(d.root, 'previews');
   const siblingOf = (release: ReleaseId) => join(d.deploysRoot, alice, docs, release, 'index.html.gz');
 
@@ -34,7 +36,8 @@ describe('compressed siblings of the releases a web server serves (real director
     await symlink(join(d.deploysRoot, alice, docs, LIVE), join(d.docsRoot, alice, docs));
     logged = [];
     const logger = { info: (message: string, fields?: Record<string, unknown>) => logged.push({ message, fields }), warn: () => {}, error: () => {} };
-    precompression = new NodePrecompression(d.tree, { previewsRoot: previewsRoot(), deploysRoot: d.deploysRoot, replica: 'test' }, logger, new DeployActivity());
+    activity = new DeployActivity();
+    precompression = new NodePrecompression(d.tree, { previewsRoot: previewsRoot(), deploysRoot: d.deploysRoot, replica: 'test' }, logger, activity);
   });
   afterEach(async () => {
     await precompression.close();
@@ -63,4 +66,59 @@ describe('compressed siblings of the releases a web server serves (real director
     await precompression.idle();
     expect(existsSync(siblingOf(OLD))).toBe(true);
   });
+});
+
+/** The state letter of each child process of this one (R running, S sleeping, T stopped, …). */
+async function childStates(): Promise<string[]> {
+  const children: string[] = [];
+  for (const task of await readdir(`/proc/${process.pid}/task`)) {
+    const text = await readFile(`/proc/${process.pid}/task/${task}/children`, 'utf8').catch(() => '');
+    children.push(...text.split(' ').filter(Boolean));
+  }
+  const states = await Promise.all(children.map((pid) => readFile(`/proc/${pid}/stat`, 'utf8').then((stat) => stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3), () => '')));
+  return states.filter(Boolean);
+}
+
+describe('compressed siblings and a deploy that starts meanwhile (real process, real files)', () => {
+  it('stop where they are for the deploy, then go on from there: each sibling made once, in one run', async () => {
+    const d = await realDeploys('sitedrop-precompression-pause-');
+    const logged: { message: string; fields?: Record<string, unknown> }[] = [];
+    const logger = { info: (message: string, fields?: Record<string, unknown>) => logged.push({ message, fields }), warn: (message: string, fields?: Record<string, unknown>) => logged.push({ message, fields }), error: () => {} };
+    const activity = new DeployActivity();
+    const precompression = new NodePrecompression(d.tree, { previewsRoot: join(d.root, 'previews'), deploysRoot: d.deploysRoot, replica: 'test' }, logger, activity);
+    try {
+      const files = 3000;
+      const pages = Array.from({ length: files }, (_, i) => file(`p/${i % 30}/page-${i}.html`, page(`page ${i} `.repeat(8))));
+      const staged = await d.staging.stage(alice, (async function* () { yield tgz(pages); })(), { maxFiles: 10_000, maxBytes: 1e9 }, new AbortController().signal);
+      await d.store.commit(staged, alice, docs, LIVE);
+      await mkdir(join(d.docsRoot, alice), { recursive: true });
+      await symlink(join(d.deploysRoot, alice, docs, LIVE), join(d.docsRoot, alice, docs));
+      const release = join(d.deploysRoot, alice, docs, LIVE);
+      const made = async () => (await Promise.all(Array.from({ length: 30 }, (_, i) => readdir(join(release, 'p', String(i)))))).flat().filter((n) => n.endsWith('.gz')).length;
+
+      precompression.queue(alice, docs, LIVE);
+      await until(async () => (await made()) > 0, 'the run to be under way');
+      let during: { states: string[]; before: number; after: number } | undefined;
+      await activity.track(async () => {
+        await until(async () => (await childStates()).includes('T'), 'the compressing process to stop');
+        const before = await made();
+        await new Promise((resolve) => setTimeout(resolve, 700));
+        during = { states: await childStates(), before, after: await made() };
+      });
+      // Stopped for the whole deploy: nothing made meanwhile.
+      expect(during!.states).toContain('T');
+      expect(during!.after).toBe(during!.before);
+      expect(during!.before).toBeLessThan(files);
+      await precompression.idle();
+      expect(await made()).toBe(files);
+      // One run, which gave way once and made every sibling itself: none was begun again.
+      const runs = logged.filter((l) => l.message === 'precompressed');
+      expect(runs).toHaveLength(1);
+      expect(runs[0]!.fields).toMatchObject({ made: 2 * files, linked: 0, pauses: 1 });
+      expect(logged.filter((l) => l.message !== 'precompressed')).toEqual([]);
+    } finally {
+      await precompression.close();
+      await d.close();
+    }
+  }, 120_000);
 });

@@ -36,9 +36,11 @@ interface Queued {
  * thread starts with the first release and ends once idle. Each release gets a scratch
  * directory as a staging area does (deploys-tree.ts), so a crash's leftovers go at start-up.
  * It gives way to deploys: it starts only once none has run for QUIET_MS, and a deploy
- * that starts ends the process and puts the release back first in line (what a batch
- * linked already stays, so the next run goes on from there), for PATIENCE_MS at most.
- * A release no longer served when its turn comes is skipped.
+ * that starts stops the process where it is (SIGSTOP) until none has run for QUIET_MS
+ * again (SIGCONT), so nothing it did is done twice; for PATIENCE_MS at most a release.
+ * A stopped process whose service dies is woken by the kernel (its process group is
+ * orphaned: SIGHUP, then SIGCONT) and ends. A release no longer served when its turn
+ * comes is skipped.
  */
 @injectable()
 export class NodePrecompression implements Precompression {
@@ -50,10 +52,12 @@ export class NodePrecompression implements Precompression {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** Set while a deploy has cut the release under way. */
-  private yielded = false;
-  /** False while a release whose patience ran out is being made: deploys no longer cut it. */
-  private patient = true;
+  /** The release being made now, if any. */
+  private current: Queued | undefined;
+  /** Set while the process is stopped for a deploy. */
+  private paused = false;
+  /** Times the release under way gave way, for the log. */
+  private pauses = 0;
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
@@ -61,11 +65,7 @@ export class NodePrecompression implements Precompression {
     @inject(LOGGER) private readonly logger: Logger,
     @inject(DeployActivity) private readonly activity: DeployActivity,
   ) {
-    activity.onBusy(() => {
-      if (this.worker === undefined || this.patient === false) return;
-      this.yielded = true;
-      void stop(this.worker);
-    });
+    activity.onBusy(() => this.giveWay());
   }
 
   queue(user: Username, project: ProjectName, release: ReleaseId): void {
@@ -103,27 +103,39 @@ export class NodePrecompression implements Precompression {
     for (let next = this.waiting.shift(); next !== undefined && !this.closed; next = this.waiting.shift()) {
       await this.activity.quiet(QUIET_MS, next.since + PATIENCE_MS - Date.now());
       if (this.closed) break;
-      this.yielded = false;
-      this.patient = Date.now() - next.since < PATIENCE_MS;
-      const key = `${next.user}/${next.project}/${next.release}`;
-      this.keys.delete(key);
+      this.keys.delete(`${next.user}/${next.project}/${next.release}`);
       if (!(await this.served(next))) {
         this.logger.info('precompression skipped: release no longer served', { user: next.user, project: next.project, release: next.release });
         continue;
       }
+      this.current = next;
+      this.pauses = 0;
       const failed = await this.precompress(next).then(
         () => undefined,
         (error: unknown) => error as Error,
       );
-      if (failed && this.yielded && !this.closed) {
-        // A deploy cut it: first in line again, once deploys are quiet.
-        this.keys.add(key);
-        this.waiting.unshift(next);
-      } else if (failed) this.logger.warn('precompression failed', { user: next.user, project: next.project, release: next.release, error: failed.message });
+      this.current = undefined;
+      if (failed && !this.closed) this.logger.warn('precompression failed', { user: next.user, project: next.project, release: next.release, error: failed.message });
     }
     this.draining = undefined;
     this.idleTimer = setTimeout(() => void (this.worker && stop(this.worker)), IDLE_MS);
     this.idleTimer.unref();
+  }
+
+  /** A deploy started: the release under way stops where it is until deploys are quiet again, within its patience. */
+  private giveWay(): void {
+    const worker = this.worker;
+    const current = this.current;
+    if (worker === undefined || current === undefined || this.paused) return;
+    const patience = current.since + PATIENCE_MS - Date.now();
+    if (patience <= 0) return;
+    this.paused = true;
+    this.pauses += 1;
+    worker.kill('SIGSTOP');
+    void this.activity.quiet(QUIET_MS, patience).then(() => {
+      this.paused = false;
+      if (this.worker === worker) worker.kill('SIGCONT');
+    });
   }
 
   /** A release replaced while it waited is skipped: most are never served again, and the next deploy's siblings come sooner. */
@@ -148,7 +160,7 @@ export class NodePrecompression implements Precompression {
       await this.tree.throwAwayStagingArea(scratch.dir);
     }
     if ('error' in answer) throw new Error(answer.error);
-    this.logger.info('precompressed', { user, project, release, ...answer.tally, cpuMs: answer.cpuMs, ms: Math.round(performance.now() - started) });
+    this.logger.info('precompressed', { user, project, release, ...answer.tally, pauses: this.pauses, cpuMs: answer.cpuMs, ms: Math.round(performance.now() - started) });
   }
 
   private ask(job: SiblingJob): Promise<SiblingAnswer> {
