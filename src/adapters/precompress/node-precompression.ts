@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { Precompression } from '../../application/ports/precompression.js';
@@ -13,6 +14,8 @@ import { DeployActivity } from './deploy-activity.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
 import { isServed, servedReleases } from './served-releases.js';
 import { SIBLING_SETTINGS } from './sibling-settings.js';
+
+const PAUSE_FILE = '.pause';
 
 /** How long the compressing process outlives its last release: it goes when there is nothing to do. */
 const IDLE_MS = 1000;
@@ -36,11 +39,11 @@ interface Queued {
  * thread starts with the first release and ends once idle. Each release gets a scratch
  * directory as a staging area does (deploys-tree.ts), so a crash's leftovers go at start-up.
  * It gives way to deploys: it starts only once none has run for QUIET_MS, and a deploy
- * that starts stops the process where it is (SIGSTOP) until none has run for QUIET_MS
- * again (SIGCONT), so nothing it did is done twice; for PATIENCE_MS at most a release.
- * A stopped process whose service dies is woken by the kernel (its process group is
- * orphaned: SIGHUP, then SIGCONT) and ends. A release no longer served when its turn
- * comes is skipped.
+ * that starts makes the run wait where it is (a pause file it looks for between files,
+ * precompress-process.ts) until none has run for QUIET_MS again, so nothing it did is
+ * done twice; for PATIENCE_MS at most a release. (Not SIGSTOP: a stopped process outlives
+ * a service killed meanwhile, while a waiting one sees its parent go and ends.) A release
+ * no longer served when its turn comes is skipped.
  */
 @injectable()
 export class NodePrecompression implements Precompression {
@@ -52,9 +55,9 @@ export class NodePrecompression implements Precompression {
   private nextId = 1;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** The release being made now, if any. */
-  private current: Queued | undefined;
-  /** Set while the process is stopped for a deploy. */
+  /** The release being made now, and its job's pause file. */
+  private current: { readonly queued: Queued; readonly pauseFile: string } | undefined;
+  /** Set while the run waits for a deploy. */
   private paused = false;
   /** Times the release under way gave way, for the log. */
   private pauses = 0;
@@ -108,7 +111,6 @@ export class NodePrecompression implements Precompression {
         this.logger.info('precompression skipped: release no longer served', { user: next.user, project: next.project, release: next.release });
         continue;
       }
-      this.current = next;
       this.pauses = 0;
       const failed = await this.precompress(next).then(
         () => undefined,
@@ -124,17 +126,22 @@ export class NodePrecompression implements Precompression {
 
   /** A deploy started: the release under way stops where it is until deploys are quiet again, within its patience. */
   private giveWay(): void {
-    const worker = this.worker;
     const current = this.current;
-    if (worker === undefined || current === undefined || this.paused) return;
-    const patience = current.since + PATIENCE_MS - Date.now();
+    if (current === undefined || this.paused) return;
+    const patience = current.queued.since + PATIENCE_MS - Date.now();
     if (patience <= 0) return;
     this.paused = true;
     this.pauses += 1;
-    worker.kill('SIGSTOP');
+    // Synchronous: the deploy that called this begins only once the run has been told.
+    try {
+      writeFileSync(current.pauseFile, '');
+    } catch (error) {
+      // Background work never fails a deploy: the run goes on beside it.
+      this.logger.warn('precompression could not give way', { error: (error as Error).message });
+    }
     void this.activity.quiet(QUIET_MS, patience).then(() => {
       this.paused = false;
-      if (this.worker === worker) worker.kill('SIGCONT');
+      rmSync(current.pauseFile, { force: true });
     });
   }
 
@@ -143,7 +150,7 @@ export class NodePrecompression implements Precompression {
     return isServed(this.tree.roots.docsRoot, this.previewRoots.previewsRoot, next).catch(() => true);
   }
 
-  private async precompress({ user, project, release }: Queued): Promise<void> {
+  private async precompress({ since, user, project, release }: Queued): Promise<void> {
     const started = performance.now();
     const scratch = await this.tree.openStagingArea();
     let answer: SiblingAnswer;
@@ -153,10 +160,15 @@ export class NodePrecompression implements Precompression {
         release: join(this.tree.projectDir(user, project), release),
         store: this.tree.objectsDir(user),
         scratch: scratch.dir,
+        // In the scratch, thrown away with it (its other names are numbers).
+        pauseFile: join(scratch.dir, PAUSE_FILE),
         settings: SIBLING_SETTINGS,
       };
+      this.current = { queued: { since, user, project, release }, pauseFile: job.pauseFile };
       answer = await this.ask(job);
     } finally {
+      this.current = undefined;
+      this.paused = false;
       await this.tree.throwAwayStagingArea(scratch.dir);
     }
     if ('error' in answer) throw new Error(answer.error);

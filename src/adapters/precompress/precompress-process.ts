@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { syncFilesystem } from '../fs/layout/durability.js';
 import { lowerThisThreadsPriority } from '../fs/threads/thread-priority.js';
 import type { SiblingAnswer, SiblingJob } from './precompress-protocol.js';
@@ -18,9 +19,32 @@ const threadCpuMs = (): number => {
   return (user + system) / 1000;
 };
 
+/** How often, in ms of work, the pause file is looked at: a deploy waits at most this and one file for the run to stop. */
+const CHECK_EVERY_MS = 5;
+const parent = process.ppid;
+const nap = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Waits while `pauseFile` exists (the service made it: a deploy runs). The run is
+ * synchronous, so it looks for the file itself between files rather than hearing a
+ * message; and while it waits it watches for the service going away (its parent
+ * changes), since no message could reach it, and ends.
+ */
+function giveWayTo(pauseFile: string): () => void {
+  let checked = -Infinity;
+  return () => {
+    if (performance.now() - checked < CHECK_EVERY_MS) return;
+    while (existsSync(pauseFile)) {
+      if (process.ppid !== parent) process.exit(0);
+      Atomics.wait(nap, 0, 0, 20);
+    }
+    checked = performance.now();
+  };
+}
+
 process.on('message', (job: SiblingJob) => {
   const cpu = threadCpuMs();
-  new ReleaseSiblings(job.release, job.store, job.scratch, job.settings, syncFilesystem)
+  new ReleaseSiblings(job.release, job.store, job.scratch, job.settings, syncFilesystem, giveWayTo(job.pauseFile))
     .run()
     .then(
       (tally): SiblingAnswer => ({ id: job.id, tally, cpuMs: threadCpuMs() - cpu }),

@@ -7,6 +7,8 @@ export interface SiblingJob {
   readonly release: string;
   readonly store: string;
   readonly scratch: string;
+  /** While this file exists, the run waits between files: a deploy is running. */
+  readonly pauseFile: string;
   readonly settings: SiblingSettings;
 }
 

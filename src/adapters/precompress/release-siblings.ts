@@ -57,6 +57,8 @@ export class ReleaseSiblings {
     private readonly scratch: string,
     private readonly settings: SiblingSettings,
     private readonly sync: (path: string) => Promise<void>,
+    /** Called between files: returns once the run may go on (it waits while a deploy runs). */
+    private readonly giveWay: () => void = () => {},
   ) {
     this.compress = compressorsFor(settings);
   }
@@ -73,6 +75,7 @@ export class ReleaseSiblings {
           const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
           if (entry.isDirectory() && path !== SITEDROP_DIR) dirs.push(path);
           if (!entry.isFile() || !isPrecompressible(entry.name)) continue;
+          this.giveWay();
           const wanted = PRECOMPRESSED_CODINGS.filter((coding) => !names.has(siblingOf(entry.name, coding)));
           if (wanted.length > 0) this.consider(path, wanted);
           if (this.pendingBytes >= this.settings.batchBytes || this.pending.length >= this.settings.batchFiles) await this.flush();
