@@ -54,7 +54,7 @@ import { KyselyDeployKeyStore } from './adapters/db/kysely-deploy-key-store.js';
 import { KyselyDeployRecords } from './adapters/db/kysely-deploy-records.js';
 import { DATABASE, KyselyTokenStore } from './adapters/db/kysely-token-store.js';
 import { ARCHIVE_EXTRACTOR, ArchiveExtractor } from './adapters/fs/threads/archive-extractor.js';
-import { DeploysTree, RELEASE_ROOTS } from './adapters/fs/layout/deploys-tree.js';
+import { BACKGROUND_QUIET, DeploysTree, RELEASE_ROOTS } from './adapters/fs/layout/deploys-tree.js';
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/threads/fs-threads.js';
 import { WRITER_TASKS, WriterTasks } from './adapters/fs/threads/writer-tasks.js';
 import { trimHeap } from './adapters/fs/threads/heap-trim.js';
@@ -103,6 +103,10 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(FS_THREADS).toConstantValue(threads);
   c.bind(WRITER_TASKS).toConstantValue(new WriterTasks(threads));
   c.bind(ARCHIVE_EXTRACTOR).toConstantValue(new ArchiveExtractor(threads));
+  // Deploys' own work is watched, so that background work (compressed siblings, the store's
+  // collections) gives way to it; a collection waits for half a second without one, 5 s at most.
+  const activity = new DeployActivity();
+  c.bind(BACKGROUND_QUIET).toConstantValue(() => activity.quiet(500, 5000));
   // The three share DEPLOYS_ROOT's layout and one trash: one DeploysTree.
   c.bind(DeploysTree).toSelf().inSingletonScope();
   // What the staging assembled, the release store remembers once it is a release: one memory for both.
@@ -110,8 +114,6 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(StoreAdoptions).toSelf().inSingletonScope();
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();
-  // Deploys' own work is watched, so that background work (compressed siblings) gives way to it.
-  const activity = new DeployActivity();
   c.bind(DeployActivity).toConstantValue(activity);
   c.bind(STAGING).toDynamicValue((context) => new ActivityStaging(context.get(NodeStaging), activity)).inSingletonScope();
   c.bind(RELEASE_PREPARATION).toService(NodeStaging);

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
-import { DeploysTree } from '../../src/adapters/fs/layout/deploys-tree.js';
+import { DeploysTree, type BackgroundQuiet } from '../../src/adapters/fs/layout/deploys-tree.js';
 import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
 import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
 import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
@@ -35,13 +35,13 @@ export interface RealDeploys {
 }
 
 /** The real file-system adapters, composed as the container composes them, and their threads over a fresh temp directory. */
-export async function realDeploys(prefix: string): Promise<RealDeploys> {
+export async function realDeploys(prefix: string, { quiet }: { quiet?: BackgroundQuiet } = {}): Promise<RealDeploys> {
   const root = await mkdtemp(join(tmpdir(), prefix));
   const threads = new FsThreads();
   const tasks = new WriterTasks(threads);
   const docsRoot = join(root, 'docs');
   const deploysRoot = join(root, 'deploys');
-  const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, tasks);
+  const tree = new DeploysTree({ docsRoot, deploysRoot, replica: 'test' }, tasks, quiet);
   const extractor = new ArchiveExtractor(threads);
   const manifests = new ManifestMemory();
   const content = new ProjectContent(tree, tasks);

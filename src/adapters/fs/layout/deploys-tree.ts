@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { inject, injectable, type ServiceIdentifier } from 'inversify';
+import { inject, injectable, optional, type ServiceIdentifier } from 'inversify';
 import type { ProjectName } from '../../../domain/project-name.js';
 import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
@@ -26,6 +26,10 @@ export interface ReleaseRoots {
 }
 
 export const RELEASE_ROOTS = Symbol.for('sitedrop.ReleaseRoots') as ServiceIdentifier<ReleaseRoots>;
+
+/** Resolves when background work may take the writer: no deploy for a while, or waited long enough. */
+export type BackgroundQuiet = () => Promise<void>;
+export const BACKGROUND_QUIET = Symbol.for('sitedrop.BackgroundQuiet') as ServiceIdentifier<BackgroundQuiet>;
 
 // Names no user or project can take (they must start with a letter or digit).
 const STAGING = '.staging';
@@ -71,6 +75,7 @@ export class DeploysTree {
   constructor(
     @inject(RELEASE_ROOTS) readonly roots: ReleaseRoots,
     @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
+    @inject(BACKGROUND_QUIET) @optional() quiet?: BackgroundQuiet,
   ) {
     this.stagingRoot = join(roots.deploysRoot, STAGING);
     this.freshRoot = join(roots.deploysRoot, FRESH);
@@ -78,7 +83,7 @@ export class DeploysTree {
     this.trashRoot = join(roots.deploysRoot, TRASH);
     this.adoptionsRoot = join(roots.deploysRoot, ADOPTIONS);
     this.stagingPrefix = `deploy+${roots.replica}+`;
-    this.trash = new TrashCollector(this.trashRoot, `${roots.replica}+`, tasks);
+    this.trash = new TrashCollector(this.trashRoot, `${roots.replica}+`, tasks, quiet);
   }
 
   projectDir(user: Username, project: ProjectName): string {
@@ -160,9 +165,9 @@ export class DeploysTree {
     this.trash.collect(doomed);
   }
 
-  /** Queues the collection of the objects of the user's store that no release links any more. */
+  /** Queues the collection of the objects of the user's store that no release links any more, once deploys are quiet. */
   collectObjects(user: Username): void {
-    this.trash.collectObjects(this.objectsDir(user));
+    this.trash.collectObjectsWhenQuiet(this.objectsDir(user));
   }
 
   /**
@@ -176,7 +181,8 @@ export class DeploysTree {
   async collectAndMigrateEveryStore(): Promise<void> {
     for (const user of await readdir(this.roots.deploysRoot, { withFileTypes: true })) {
       if (!user.isDirectory() || !isResourceName(user.name)) continue;
-      this.collectObjects(user.name as Username);
+      // Now, not when quiet: the renaming after it must find no garbage.
+      this.trash.collectObjects(this.objectsDir(user.name as Username));
       this.trash.migrateObjectNames(this.objectsDir(user.name as Username));
     }
   }

@@ -10,6 +10,10 @@ import type { WriterTasks } from '../threads/writer-tasks.js';
  */
 export class TrashCollector {
   private queue: Promise<void> = Promise.resolve();
+  /** Collections after a prune: in a line of their own, each once deploys are quiet. */
+  private collections: Promise<void> = Promise.resolve();
+  /** Stores whose collection is due and not yet begun: a later prune joins it. */
+  private readonly due = new Set<string>();
   private readonly failures: string[] = [];
 
   constructor(
@@ -17,6 +21,8 @@ export class TrashCollector {
     /** Only names starting with this are this replica's to empty at start-up. */
     private readonly prefix: string,
     private readonly tasks: WriterTasks,
+    /** Resolves when background work may take the writer (deploys quiet, or waited long enough). */
+    private readonly quiet: () => Promise<void> = () => Promise.resolve(),
   ) {}
 
   /** Queues a tree that is already inside the trash root. */
@@ -27,6 +33,27 @@ export class TrashCollector {
   /** Queues the collection of a store's unlinked objects, after the removals before it. */
   collectObjects(store: string): void {
     this.enqueue(store, () => this.tasks.collectObjects(store));
+  }
+
+  /**
+   * The collection a prune asks for: after the removals queued so far (they make the
+   * garbage), and once deploys are quiet. It walks the whole store (with compressed
+   * siblings, three entries per text file) and takes CPU a deploy's unpack needs; space
+   * can wait. Prunes meanwhile join it: one walk for many.
+   */
+  collectObjectsWhenQuiet(store: string): void {
+    if (this.due.has(store)) return;
+    this.due.add(store);
+    this.collections = this.collections.then(async () => {
+      await this.quiet();
+      // A prune from here on asks for a collection of its own; those that joined this one
+      // queued their removals before asking, so all are in the line awaited here.
+      this.due.delete(store);
+      await this.queue;
+      await this.tasks.collectObjects(store).catch((error: unknown) => {
+        this.failures.push(`${store}: ${(error as Error).message}`);
+      });
+    });
   }
 
   /** Queues the renaming of a store's objects still under their old names, after the work before it. */
@@ -45,6 +72,7 @@ export class TrashCollector {
   /** Waits for everything queued so far; returns (and forgets) what could not be deleted. */
   async drain(): Promise<string[]> {
     await this.queue;
+    await this.collections;
     return this.failures.splice(0);
   }
 
