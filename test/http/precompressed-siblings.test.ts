@@ -7,7 +7,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startForwardingProxy, type ForwardingProxy } from '../cli/forwarding-proxy.js';
 import { CLI, runNode } from '../cli/run-cli.js';
-import { objectPath } from '../../src/adapters/fs/store/object-names.js';
+import { derivedObjectPath } from '../../src/adapters/fs/store/generated-siblings.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { storeCollected, storeOf } from '../support/store.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -88,9 +88,13 @@ describe('compressed siblings of a release\'s text files (the real service)', ()
     const first = await h.deploy(token, 'gc', archive(files));
     await siblingsThere(release('gc', first.body.release), wanted(Object.keys(files)));
     const store = storeOf(h.deploysRoot, 'pc');
-    const derivedOf = (body: string) => wanted([objectPath(createHash('sha256').update(body).digest())]).map((path) => join(store, path));
+    const derivedOf = (body: string) => (['br', 'gz'] as const).map((coding) => join(store, derivedObjectPath(createHash('sha256').update(body).digest(), coding)));
     const first2 = derivedOf(files['gone/a.html']).concat(derivedOf(files['gone/b.js']));
     expect(first2.every((path) => existsSync(path))).toBe(true);
+    // In shards of their own: the objects' shards, which every deploy lists, hold objects only.
+    for (const shard of (await readdir(store)).filter((name) => /^[0-9a-f]$/.test(name))) {
+      expect((await readdir(join(store, shard))).filter((name) => name.length !== 52)).toEqual([]);
+    }
     // Two other versions: RELEASES_KEEP=2 prunes the first, and nothing else links its siblings.
     for (const n of [1, 2]) {
       const reply = await h.deploy(token, 'gc', archive({ 'other.html': page(`other ${n}`) }));
