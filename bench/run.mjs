@@ -66,6 +66,11 @@ async function startBenchService(dataDir) {
   const flushes = [];
   const onLine = (line) => {
     if (line.includes('"msg":"staged"')) flushes.push(JSON.parse(line).phasesMs.flush);
+    // Background work beside the timed deploys, for the log: when each release's siblings were done, and how.
+    if (line.includes('"msg":"precompressed"')) {
+      const e = JSON.parse(line);
+      process.stderr.write(`  siblings of ${e.project}/${e.release}: made ${e.made}, linked ${e.linked}, gave way ${e.pauses ?? '?'} times, ${e.ms} ms, CPU ${Math.round(e.cpuMs)} ms\n`);
+    }
     if (!line.includes('"msg":"deployed"')) return;
     const entry = JSON.parse(line);
     if (!phases.has(entry.project)) phases.set(entry.project, []);
