@@ -173,6 +173,12 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
  * Finishes the background deletions, then releases what the container holds open:
  * the file-system threads and database connections. Returns the deletions that failed.
  */
+/** Resolves once the store's background work queued so far is done: adoptions, deletions, collections. */
+export async function backgroundIdle(c: Container): Promise<void> {
+  await c.get(StoreAdoptions).idle();
+  await c.get(DeploysTree).idle();
+}
+
 export async function disposeContainer(c: Container): Promise<string[]> {
   await c.get(NodeStaging).close();
   // Cut rather than finished: what it leaves (a scratch area, objects no release links) start-up removes.

@@ -15,13 +15,15 @@ import { ServiceMetrics } from './adapters/http/metrics.js';
 import { SessionOpens } from './adapters/http/session-opens.js';
 import { loadOpenApiDocument } from './adapters/http/openapi-document.js';
 import type { Logger } from './adapters/log/logger.js';
-import { buildContainer, disposeContainer } from './container.js';
+import { backgroundIdle, buildContainer, disposeContainer } from './container.js';
 
 export interface RunningService {
   readonly port: number;
   readonly url: string;
   /** Stops taking connections, lets deploys finish for up to `graceMs` (SHUTDOWN_GRACE_SECONDS), aborts the rest, closes. */
   stop(graceMs?: number): Promise<void>;
+  /** Resolves once the background work queued so far on the store is done (adoptions, deletions, collections): for tests' snapshots. */
+  idle(): Promise<void>;
 }
 
 /** Builds the service from its configuration and listens; main.ts and the HTTP tests both start it here. */
@@ -94,7 +96,8 @@ export async function startService(config: Config, adminToken: string, logger: L
       for (const failure of await disposeContainer(container)) logger.error('could not delete a discarded tree', { failure });
     })());
 
-  return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop };
+  const idle = () => backgroundIdle(container);
+  return { port, url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, stop, idle };
 }
 
 /**

@@ -89,9 +89,12 @@ describe('compressed siblings and a deploy that starts meanwhile (real process, 
       await until(async () => (await made()) > 0, 'the run to be under way');
       let during: { before: number; after: number } | undefined;
       await activity.track(async () => {
-        // It looks every 5 ms of work, between files: the file under way may still finish.
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        const before = await made();
+        // It looks every 5 ms of work, between files and before a flush: what is under way may still finish.
+        let before = await made();
+        for (let again = -1; again !== before; ) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          [again, before] = [before, await made()];
+        }
         await new Promise((resolve) => setTimeout(resolve, 700));
         during = { before, after: await made() };
       });

@@ -24,9 +24,9 @@ export interface Harness {
   /** Waits until background deletions have emptied DEPLOYS_ROOT/.trash. */
   trashEmptied(): Promise<void>;
   /**
-   * Waits until the background work earlier requests queued is done: the trash emptied,
-   * then DEPLOYS_ROOT unchanged for a while (a store's collection runs after a removal,
-   * and the service says nothing when it ends). For a "before" snapshot.
+   * Waits until the background work earlier requests queued is done: the service's
+   * adoptions, deletions and collections (a prune's collection waits for deploys to be
+   * quiet), then DEPLOYS_ROOT unchanged for a while. For a "before" snapshot.
    */
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -103,6 +103,7 @@ export async function startHarness(env: Record<string, string> = {}, logger: Log
     trashEmptied,
     async settled() {
       await trashEmptied();
+      await service.idle();
       let last = JSON.stringify(await snapshot(config.deploysRoot));
       for (;;) {
         await new Promise((r) => setTimeout(r, 200));

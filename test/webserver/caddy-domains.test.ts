@@ -73,7 +73,7 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     httpsPort = ports.httpsPort;
     reloads = await mkdtemp(join(tmpdir(), 'sitedrop-reloads-'));
     // Returns at once, but while a test holds the gate, the first run waits for it to go.
-    const reload = `if [ -e ${reloads}/gate ] && mkdir ${reloads}/held 2>/dev/null; then while [ -e ${reloads}/gate ]; do sleep 0.05; done; fi`;
+    const reload = `if [ -e ${reloads}/gate ] && mkdir ${reloads}/held 2>/dev/null; then while [ -e ${reloads}/gate ]; do sleep 0.05; done; touch ${reloads}/released; fi`;
     h = await startHarness({ ...backend.env, ...ports.env, DNS_SERVERS: dns.address, WEBSERVER_RELOAD: reload });
     caddy = await startCaddy(h.root, ports);
     ann = await h.createUser('ann');
@@ -231,7 +231,8 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
       await inTime(deploy(ann, 'steady', { 'index.html': 'steady' }));
       await inTime(deploy(ann, 'rules', { 'index.html': 'rules', _redirects: '/r /index.html 302\n/s /index.html 307\n' }));
       expect(await get(`127.0.0.1:${caddy.port}`, '/ann/rules/s')).toMatchObject({ status: 307 });
-      expect(await stat(join(reloads, 'held')).then(() => true)).toBe(true);
+      // The domains' command is still held: the deploys did not wait for it.
+      expect(await stat(join(reloads, 'released')).then(() => true, () => false)).toBe(false);
       for (let i = 0; i < 3; i += 1) {
         expect((await h.call('DELETE', '/api/v1/projects/rules/domains/rules.example.com', { token: ann })).status).toBe(200);
         await own(ann, 'rules', 'rules.example.com');
@@ -239,6 +240,7 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     } finally {
       await rm(join(reloads, 'gate'), { force: true });
     }
+    await until(() => stat(join(reloads, 'released')).then(() => true, () => false), 'the held command to end once the gate went');
     await soon('the rules at the domain', async () => (await get('rules.example.com', '/s')).status === 307);
     probing = false;
     await prober;

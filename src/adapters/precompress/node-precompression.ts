@@ -141,7 +141,12 @@ export class NodePrecompression implements Precompression {
     }
     void this.activity.quiet(QUIET_MS, patience).then(() => {
       this.paused = false;
-      rmSync(current.pauseFile, { force: true });
+      try {
+        rmSync(current.pauseFile, { force: true });
+      } catch (error) {
+        // Left there, it holds the run until the process's own bound (precompress-process.ts).
+        this.logger.warn('precompression could not go on after a deploy', { error: (error as Error).message });
+      }
     });
   }
 
@@ -165,6 +170,8 @@ export class NodePrecompression implements Precompression {
         settings: SIBLING_SETTINGS,
       };
       this.current = { queued: { since, user, project, release }, pauseFile: job.pauseFile };
+      // A deploy that began since the quiet (while the release was checked and its scratch made) was not told.
+      if (this.activity.busy) this.giveWay();
       answer = await this.ask(job);
     } finally {
       this.current = undefined;

@@ -57,8 +57,8 @@ export class ReleaseSiblings {
     private readonly scratch: string,
     private readonly settings: SiblingSettings,
     private readonly sync: (path: string) => Promise<void>,
-    /** Called between files: returns once the run may go on (it waits while a deploy runs). */
-    private readonly giveWay: () => void = () => {},
+    /** Called between files (and, `now`, before each flush): returns once the run may go on (it waits while a deploy runs). */
+    private readonly giveWay: (now?: boolean) => void = () => {},
   ) {
     this.compress = compressorsFor(settings);
   }
@@ -138,6 +138,8 @@ export class ReleaseSiblings {
     this.pending = [];
     this.pendingBytes = 0;
     if (batch.length === 0) return;
+    // Not a syncfs while a deploy runs: it would flush the deploy's writes with the batch's.
+    this.giveWay(true);
     await this.sync(this.scratch);
     this.assertReleaseThere();
     for (const { temp, derived, sibling } of batch) {

@@ -9,7 +9,7 @@ export interface SiblingSettings {
   readonly maxBytes: number;
   /**
    * A batch is flushed (one syncfs) and linked once it holds this many bytes or files. Small:
-   * a deploy that cuts the process flushes what it left unflushed with its own syncfs.
+   * a deploy that starts while the run waits flushes what it left unflushed with its own syncfs.
    */
   readonly batchBytes: number;
   readonly batchFiles: number;

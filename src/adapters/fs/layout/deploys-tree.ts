@@ -198,6 +198,11 @@ export class DeploysTree {
     return this.trash.drain();
   }
 
+  /** Waits for the background deletions and collections queued so far, their failures left for settle(). */
+  idle(): Promise<void> {
+    return this.trash.idle();
+  }
+
   /** Creates the roots, once; every method that lists or writes under them waits for it. */
   async ensureRoots(): Promise<void> {
     await this.umaskStripsModes();

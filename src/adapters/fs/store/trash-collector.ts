@@ -44,8 +44,8 @@ export class TrashCollector {
   collectObjectsWhenQuiet(store: string): void {
     if (this.due.has(store)) return;
     this.due.add(store);
-    this.collections = this.collections.then(async () => {
-      await this.quiet();
+    const collect = async () => {
+      await this.quiet().catch(() => undefined);
       // A prune from here on asks for a collection of its own; those that joined this one
       // queued their removals before asking, so all are in the line awaited here.
       this.due.delete(store);
@@ -53,7 +53,8 @@ export class TrashCollector {
       await this.tasks.collectObjects(store).catch((error: unknown) => {
         this.failures.push(`${store}: ${(error as Error).message}`);
       });
-    });
+    };
+    this.collections = this.collections.then(collect, collect);
   }
 
   /** Queues the renaming of a store's objects still under their old names, after the work before it. */
@@ -67,6 +68,12 @@ export class TrashCollector {
         this.failures.push(`${path}: ${(error as Error).message}`);
       }),
     );
+  }
+
+  /** Waits for everything queued so far, its failures kept for drain(). */
+  async idle(): Promise<void> {
+    await this.queue;
+    await this.collections;
   }
 
   /** Waits for everything queued so far; returns (and forgets) what could not be deleted. */

@@ -7,9 +7,10 @@ import { NodeDomainLinks } from '../../fs/publish/node-domain-links.js';
 import { CaddyWebServer } from './caddy-web-server.js';
 
 /**
- * The domain links, telling Caddy after each change: a site with rules is routed at its
- * domains by a route Caddy must load (caddy-domains.ts), while nginx, and Caddy for a
- * site without rules, read the links per request. The load runs in the background.
+ * The domain links, telling Caddy after each change: its HTTPS site names every verified
+ * host, and a site with rules is routed at its domains by a route Caddy must load
+ * (caddy-domains.ts); nginx, and Caddy's HTTP site for a site without rules, read the
+ * links per request. The load runs in the background.
  */
 @injectable()
 export class CaddyDomainLinks implements DomainLinks {

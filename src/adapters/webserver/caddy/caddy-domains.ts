@@ -36,8 +36,8 @@ const DOMAIN_HOST = '^(?i)[a-z0-9-]+(?:\\.[a-z0-9-]+)+\\.?$';
 
 /**
  * Every other host is looked up in DOMAINS_ROOT by its lower-cased name, through its link
- * to the project's live link, so adding or removing a domain of a site without rules, or
- * a deploy, needs no load. Caddy has no lower-case function: the host goes through the
+ * to the project's live link, so a deploy of a site without rules needs no load (a domain
+ * added or removed loads, for httpsBlock's host list). Caddy has no lower-case function: the host goes through the
  * path, where `uri replace` can change it, and the request's own URI is put back.
  */
 function domainsBody(input: CaddyDomainsInput): string[] {

@@ -55,6 +55,13 @@ export class CaddyWebServer implements WebServer {
   /** The domains loads' WEBSERVER_RELOAD runs, one at a time, outside the line deploys wait in. */
   private domainCommands: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** The domains loads begun and not yet handed their command: close() waits for them. */
+  private readonly domainsWork = new Set<Promise<void>>();
+  /** Loads, numbered; the number of the latest whose WEBSERVER_RELOAD ran. */
+  private loads = 0;
+  private commandLoad = 0;
+  /** Pins the load under way dropped (dropSettledPins): Caddy serves them until it answers. */
+  private readonly dropping = new Set<string>();
 
   constructor(
     @inject(CADDY_SETTINGS) private readonly settings: CaddySettings,
@@ -65,8 +72,9 @@ export class CaddyWebServer implements WebServer {
 
   async willServe(served: ServedSite): Promise<void> {
     const file = snippetFile(served.site);
-    // No rules and no pin: nothing to load, so no waiting in line (a site's deploys come one at a time).
-    if (hasNoRules(served.rules) && (await this.files.read(file)) === undefined) return;
+    // No rules and no pin (not even one the load under way is taking out, which Caddy still
+    // serves): nothing to load, so no waiting in line (a site's deploys come one at a time).
+    if (hasNoRules(served.rules) && !this.dropping.has(file) && (await this.files.read(file)) === undefined) return;
     this.deploysWaiting += 1;
     return this.serially(async () => {
       this.deploysWaiting -= 1;
@@ -123,35 +131,40 @@ export class CaddyWebServer implements WebServer {
   domainsChanged(): void {
     if (this.domainsQueued || this.closed) return;
     this.domainsQueued = true;
-    this.loadDomains(true)
-      .then((loaded) => {
-        if (loaded && this.settings.webServerReload !== undefined) {
-          const command = this.settings.webServerReload;
-          this.domainCommands = this.domainCommands.then(() => runCommand(command, this.settings.timeoutMs)).catch((error: unknown) => this.logger.warn('WEBSERVER_RELOAD failed after a custom domain change', { error: (error as Error).message }));
-        }
+    const work = this.loadDomains(true)
+      .then((load) => {
+        const command = this.settings.webServerReload;
+        if (load === undefined || command === undefined) return;
+        this.domainCommands = this.domainCommands
+          .then(async () => {
+            // A later load ran the command already (a deploy's, in line): this older one would only undo it.
+            if (this.commandLoad > load) return;
+            this.commandLoad = load;
+            await runCommand(command, this.settings.timeoutMs);
+          })
+          .catch((error: unknown) => this.logger.warn('WEBSERVER_RELOAD failed after a custom domain change', { error: (error as Error).message }));
       })
       .catch((error: unknown) => this.logger.warn('Caddy could not be told of a custom domain change', { error: (error as Error).message }));
+    this.domainsWork.add(work);
+    void work.finally(() => this.domainsWork.delete(work));
   }
 
   /** At shutdown: no more domains loads; resolves once the loads and commands under way are done (none writes after). */
   async close(): Promise<void> {
     this.closed = true;
-    // A domains load that let deploys go first joins the line again: wait until it stays the same.
-    for (let line = this.queue; ; line = this.queue) {
-      await line;
-      if (line === this.queue) break;
-    }
+    // The domains loads, each with its command queued once it is done.
+    while (this.domainsWork.size > 0) await Promise.all(this.domainsWork);
+    await this.queue;
     await this.domainCommands;
   }
 
-  /** Whether it loaded. `yieldOnce`: deploys in line go first, once (each of their loads carries the domains). */
-  private async loadDomains(yieldOnce: boolean): Promise<boolean> {
+  /** The number of the load it made, if it loaded. `yieldOnce`: deploys in line go first, once (each of their loads carries the domains). */
+  private async loadDomains(yieldOnce: boolean): Promise<number | undefined> {
     const done = await this.serially(async () => {
       if (yieldOnce && this.deploysWaiting > 0) return 'later';
       this.domainsQueued = false;
-      if (!this.domainsStale && !(await this.files.differ(await this.domainFiles()))) return false;
-      await this.load(false);
-      return true;
+      if (!this.domainsStale && !(await this.files.differ(await this.domainFiles()))) return undefined;
+      return this.load(false);
     });
     // In line again, behind the deploys that were waiting.
     return done === 'later' ? this.loadDomains(false) : done;
@@ -195,12 +208,30 @@ export class CaddyWebServer implements WebServer {
       const [user, project, preview] = file.split('/')[1]!.replace(/\.caddy$/, '').split('.') as [string, string, string | undefined];
       const site = { user, project, ...(file.startsWith('previews/') ? { preview } : {}) } as SiteAddress;
       const target = await linkTarget(this.linkOf(site));
-      if (target !== undefined && target === (await realpath(pin.release).catch(() => undefined))) await this.files.put(file, undefined);
+      if (target !== undefined && target === (await realpath(pin.release).catch(() => undefined))) {
+        this.dropping.add(file);
+        await this.files.put(file, undefined);
+      }
     }
   }
 
-  /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD. */
-  private async load(withCommand: boolean): Promise<void> {
+  /** Loads the Caddyfile through the admin API (Caddy adapts it and switches atomically), then runs WEBSERVER_RELOAD; returns the load's number. */
+  private async load(withCommand: boolean): Promise<number> {
+    const number = (this.loads += 1);
+    try {
+      await this.loadNow();
+    } finally {
+      // Loaded, or not (Caddy keeps what it had, the files say otherwise): either way the next load decides.
+      this.dropping.clear();
+    }
+    if (withCommand && this.settings.webServerReload !== undefined) {
+      this.commandLoad = Math.max(this.commandLoad, number);
+      await runCommand(this.settings.webServerReload, this.settings.timeoutMs);
+    }
+    return number;
+  }
+
+  private async loadNow(): Promise<void> {
     await this.dropSettledPins();
     await this.files.combine(await this.domainFiles());
     this.domainsStale = true;
@@ -214,7 +245,6 @@ export class CaddyWebServer implements WebServer {
     });
     if (!response.ok) throw new Error(`Caddy refused the configuration (${response.status}): ${(await response.text()).slice(0, 300)}`);
     this.domainsStale = false;
-    if (withCommand && this.settings.webServerReload !== undefined) await runCommand(this.settings.webServerReload, this.settings.timeoutMs);
   }
 
   private serially<T>(work: () => Promise<T>): Promise<T> {
