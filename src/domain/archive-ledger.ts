@@ -94,7 +94,12 @@ export class ArchiveLedger {
  * its files.
  */
 export class ImpliedDirectories {
-  private readonly made = new Set<string>(['']);
+  private readonly made: Set<string>;
+
+  /** `made`: directories there already, whose paths imply nothing more to make. */
+  constructor(made: Iterable<string> = []) {
+    this.made = new Set(['', ...made]);
+  }
 
   /** The parents of `path` not named yet, parents first; they count as made from now on. */
   missingParents(path: string): string[] {

@@ -160,6 +160,14 @@ export class InMemoryStaging implements Staging, ReleasePreparation {
     this.prepared.set(session, user);
   }
 
+  /** Sessions revise() was told of, and how many times. */
+  readonly revised = new Map<string, number>();
+
+  revise(user: Username, session: string): void {
+    this.prepared.set(session, user);
+    this.revised.set(session, (this.revised.get(session) ?? 0) + 1);
+  }
+
   preparedSessions(): string[] {
     return [...this.prepared.keys()];
   }
@@ -424,6 +432,12 @@ export class InMemoryDeploySessions implements DeploySessions {
     const closing = [...this.sessions.values()].filter((s) => s.user === user && s.project === project && s.keyId !== undefined && (keyId === undefined || s.keyId === keyId));
     for (const { id } of closing) this.sessions.delete(id);
     return closing.map((s) => s.id);
+  }
+
+  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date): Promise<boolean> {
+    const session = this.sessions.get(id);
+    if (session) this.sessions.set(id, { ...session, manifest, expiresAt });
+    return session !== undefined;
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

@@ -17,6 +17,12 @@ export interface ReleasePreparation {
    * throws; what it built is the session's until assembled or forgotten.
    */
   prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void;
+  /**
+   * The session's manifest has changed (its difference from the base came): what prepare
+   * built for the old one is changed into the same for `manifest`, or, if nothing was
+   * prepared here, prepare starts now. A hint as prepare is: never throws.
+   */
+  revise(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void;
   /** The sessions with a release prepared here and not yet assembled or forgotten. */
   preparedSessions(): string[];
   /** Throws away what prepare built for the session (it ended without a publish here); nothing if none. */

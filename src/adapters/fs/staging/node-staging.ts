@@ -153,6 +153,18 @@ export class NodeStaging implements Staging, ReleasePreparation {
     this.prepared.set(session, { user, manifest, ahead, stop, done });
   }
 
+  revise(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void {
+    const prepared = this.prepared.get(session);
+    if (prepared?.user !== user) return this.prepare(user, session, manifest, missing);
+    const deferred = new Uint8Array(manifest.objectCount);
+    flag(deferred, manifest, missing);
+    const ahead = prepared.ahead.then((before) => this.amendAhead(user, before, prepared.manifest, manifest, deferred, prepared.stop.signal));
+    ahead.catch((error: unknown) => {
+      if (!(error instanceof DeployAborted)) this.logger.warn('changing a prepared release failed: its publish builds it whole', { user, session, error: (error as Error).message });
+    });
+    this.prepared.set(session, { ...prepared, manifest, ahead });
+  }
+
   preparedSessions(): string[] {
     return [...this.prepared.keys()];
   }
@@ -208,6 +220,27 @@ export class NodeStaging implements Staging, ReleasePreparation {
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
       const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod, { kind: 'ahead', deferred }, signal);
       return { area, deferred, built, ms: Math.round(performance.now() - started) };
+    } catch (error) {
+      await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * A first part built for `from` (with nothing deferred or missing: the session's base,
+   * whole) changed into the first part for `to`. Anything else, or any object not found,
+   * throws the area away: the publish then builds the release whole.
+   */
+  private async amendAhead(user: Username, before: Ahead, from: PackedManifest, to: PackedManifest, deferred: Uint8Array, signal: AbortSignal): Promise<Ahead> {
+    const { area } = before;
+    try {
+      if (before.built.missing.length > 0 || before.deferred.includes(1)) throw new Error('the release prepared was not whole');
+      await this.adoptions.settled(user);
+      const started = performance.now();
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
+      const built = await this.extractor.assemble(to, area.dir, objects, area.chmod, { kind: 'amend', from: from.packed, deferred }, signal);
+      if (built.missing.length > 0) throw new Error(`${built.missing.length} objects were not found`);
+      return { area, deferred, built, ms: before.ms + Math.round(performance.now() - started) };
     } catch (error) {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
       throw error;

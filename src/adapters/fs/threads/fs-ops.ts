@@ -17,6 +17,8 @@
  *                                                if it has gone, noted as missing
  *   LINK_UPLOADED u16 length, path, digest       as LINK, from the session's uploads only: a
  *                                                deploy key's object its project does not hold
+ *   UNLINK u16 length, path                      a file of a release being changed into another
+ *   RMDIR  u16 length, path                      a directory of it, empty by then
  */
 export const OP_MKDIR = 1;
 export const OP_CREATE = 2;
@@ -25,6 +27,8 @@ export const OP_CLOSE = 4;
 export const OP_PUT = 5;
 export const OP_LINK = 6;
 export const OP_LINK_UPLOADED = 7;
+export const OP_UNLINK = 8;
+export const OP_RMDIR = 9;
 
 export const BATCH_BYTES = 256 * 1024;
 export const DIGEST_BYTES = 32;
@@ -57,6 +61,14 @@ export class OpBatcher {
 
   create(path: string): void {
     this.pathOp(OP_CREATE, path);
+  }
+
+  unlink(path: string): void {
+    this.pathOp(OP_UNLINK, path);
+  }
+
+  rmdir(path: string): void {
+    this.pathOp(OP_RMDIR, path);
   }
 
   write(data: Uint8Array): void {

@@ -30,8 +30,15 @@ export type ToUnpacker =
  * `ahead`: every directory, every empty file, and a link for each file whose object is not
  * `deferred`; an object not found is answered in `missing` rather than failing. `rest`: a
  * link for each file whose object is `wanted`, into the directories `ahead` made.
+ * `amend`: the area holds the release `from` whole (an `ahead` of it with nothing deferred
+ * or missing); it is changed into `ahead` of the manifest: the files `from` has at another
+ * digest or not at all are unlinked, its directories the manifest does not imply removed,
+ * and the manifest's other files made as `ahead` makes them.
  */
-export type AssemblyPart = { readonly kind: 'ahead'; readonly deferred: Uint8Array } | { readonly kind: 'rest'; readonly wanted: Uint8Array };
+export type AssemblyPart =
+  | { readonly kind: 'ahead'; readonly deferred: Uint8Array }
+  | { readonly kind: 'rest'; readonly wanted: Uint8Array }
+  | { readonly kind: 'amend'; readonly from: PackedBytes; readonly deferred: Uint8Array };
 
 export type FailureKind = 'rejected' | 'io' | 'aborted' | 'missing';
 

@@ -1,6 +1,7 @@
 import { ImpliedDirectories } from '../../../domain/archive-ledger.js';
-import type { PackedFile, PackedManifest } from '../../../domain/packed-manifest.js';
+import { PackedManifest, type PackedFile } from '../../../domain/packed-manifest.js';
 import type { AssemblyPart, StagingObjects } from '../threads/fs-protocol.js';
+import { releaseChanges, type ReleaseChanges } from './release-changes.js';
 import { WriterJob, type JobChannels } from './writer-job.js';
 
 const EMPTY = new Uint8Array(0);
@@ -8,15 +9,19 @@ const EMPTY = new Uint8Array(0);
 /**
  * A release built from objects the user already has (an incremental deploy's publish):
  * the directories its paths imply, then a LINK per file, a few batches at a time as
- * the writer keeps up; or one part of that (AssemblyPart). The manifest was checked when
- * the session opened.
+ * the writer keeps up; or one part of that (AssemblyPart), or an area holding another
+ * release changed into the first part of this one. The manifest was checked when the
+ * session opened.
  */
 export class Assembly extends WriterJob {
   private readonly files: Iterator<PackedFile>;
   private left: number;
-  private readonly dirs = new ImpliedDirectories();
+  private readonly dirs: ImpliedDirectories;
   /** The files and bytes this assembly (or its part) made: as an archive's ledger counts them. */
   private readonly made = { files: 0, bytes: 0 };
+  /** An amendment's changes, and how many of its `undo` are sent. */
+  private readonly changes: ReleaseChanges | undefined;
+  private undone = 0;
 
   constructor(
     channels: JobChannels,
@@ -32,11 +37,13 @@ export class Assembly extends WriterJob {
     super(channels, id, root, objects, chmod, { name: 'entries' });
     this.files = manifest.files();
     this.left = manifest.fileCount;
+    this.changes = part?.kind === 'amend' ? releaseChanges(PackedManifest.from(part.from), manifest) : undefined;
+    this.dirs = new ImpliedDirectories(this.changes?.dirs);
     this.resume();
   }
 
   protected override get missingFails(): boolean {
-    return this.part?.kind !== 'ahead';
+    return this.part?.kind === 'rest' || this.part === undefined;
   }
 
   private build(file: PackedFile): void {
@@ -46,9 +53,10 @@ export class Assembly extends WriterJob {
       if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
       return;
     }
-    for (const dir of this.dirs.missingParents(file.path)) this.ops.mkdir(dir);
     this.made.files += 1;
     this.made.bytes += file.size;
+    if (this.changes?.kept.has(file.path)) return;
+    for (const dir of this.dirs.missingParents(file.path)) this.ops.mkdir(dir);
     if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
     else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
   }
@@ -57,7 +65,21 @@ export class Assembly extends WriterJob {
     this.left = 0;
   }
 
+  /** An amendment's removals, before any file is made: a path may change from a directory to a file, or back. */
+  private undo(): void {
+    const undo = this.changes?.undo ?? [];
+    while (this.reading && this.undone < undo.length && !this.writerWindow.full) {
+      for (let batch = 2048; batch > 0 && this.undone < undo.length; batch -= 1, this.undone += 1) {
+        const { op, path } = undo[this.undone]!;
+        if (op === 'unlink') this.ops.unlink(path);
+        else this.ops.rmdir(path);
+      }
+    }
+  }
+
   protected step(): void {
+    this.undo();
+    if (this.undone < (this.changes?.undo.length ?? 0)) return;
     while (this.reading && this.left > 0 && !this.writerWindow.full) {
       // About one batch of operations, then the writer's answer brings this back.
       for (let batch = 2048; batch > 0 && this.left > 0; batch -= 1, this.left -= 1) {

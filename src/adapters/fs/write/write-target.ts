@@ -1,7 +1,7 @@
-import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
-import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_WRITE } from '../threads/fs-ops.js';
+import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_RMDIR, OP_UNLINK, OP_WRITE } from '../threads/fs-ops.js';
 import type { StagingObjects } from '../threads/fs-protocol.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
 import { isMissing } from '../threads/fs-errors.js';
@@ -57,11 +57,14 @@ export class Target {
     let at = 0;
     while (at < batch.length) {
       const op = batch[at]!;
-      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK || op === OP_LINK_UPLOADED) {
+      if (op === OP_MKDIR || op === OP_CREATE || op === OP_PUT || op === OP_LINK || op === OP_LINK_UPLOADED || op === OP_UNLINK || op === OP_RMDIR) {
         const length = view.getUint16(at + 1);
         const path = `${this.root}/${utf8.decode(batch.subarray(at + 3, at + 3 + length))}`;
         at += 3 + length;
         if (op === OP_MKDIR) this.mkdir(path);
+        // Neither follows a link: unlink(2) removes the name, rmdir(2) only an empty directory.
+        else if (op === OP_UNLINK) unlinkSync(path);
+        else if (op === OP_RMDIR) rmdirSync(path);
         else if (op === OP_CREATE) this.create(path);
         else if (op === OP_LINK || op === OP_LINK_UPLOADED) {
           this.linkObject(path, batch.subarray(at, at + DIGEST_BYTES), op === OP_LINK);
