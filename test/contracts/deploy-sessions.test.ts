@@ -60,6 +60,20 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect(await sessions.close(id)).toBe(false);
     }));
 
+    it('replaces an open session\'s manifest and expiry, and only its own; a closed one is not reopened', withSessions(async (sessions) => {
+      const id = (await sessions.open(session(), 8, at(1)))!;
+      const other = (await sessions.open(session(), 8, at(1)))!;
+      const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
+      expect(await sessions.replaceManifest(id, changed, at(30))).toBe(true);
+      const found = (await sessions.find(id))!;
+      expect(found.manifest.manifest()).toEqual(changed.manifest());
+      expect(found.expiresAt).toEqual(at(30));
+      expect((await sessions.find(other))!.manifest.manifest()).toEqual(session().manifest.manifest());
+      await sessions.close(id);
+      expect(await sessions.replaceManifest(id, changed, at(40))).toBe(false);
+      expect(await sessions.find(id)).toBeUndefined();
+    }));
+
     it('opens at most `max` unexpired sessions per user; expired ones and other users do not count', withSessions(async (sessions) => {
       expect(await sessions.open(session({ expiresAt: at(5) }), 2, at(1))).toBeDefined();
       expect(await sessions.open(session(), 2, at(1))).toBeDefined();

@@ -82,6 +82,15 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
+  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date): Promise<boolean> {
+    const result = await this.db
+      .updateTable('deploy_sessions')
+      .set({ manifest: sql<Uint8Array>`${manifest.packed}`, expires_at: expiresAt.toISOString() })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   async extend(id: string, expiresAt: Date): Promise<void> {
     await this.db.updateTable('deploy_sessions').set({ expires_at: expiresAt.toISOString() }).where('id', '=', id).execute();
   }
