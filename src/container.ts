@@ -36,6 +36,7 @@ import { PruneReleases } from './application/prune-releases.js';
 import { PublishRelease } from './application/publish-release.js';
 import { DeploySessionAccess } from './application/deploy-session-access.js';
 import { OpenDeploySession } from './application/open-deploy-session.js';
+import { ReviseDeploySession } from './application/revise-deploy-session.js';
 import { ShowDeploySession } from './application/show-deploy-session.js';
 import { UploadObjects } from './application/upload-objects.js';
 import { PublishDeploySession } from './application/publish-deploy-session.js';
@@ -162,7 +163,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   });
   const useCases = [AuthenticateUser, AuthenticateDeployer, CreateOrRerollUser, DeleteUser, DeployRelease, PruneReleases, CleanUpLeftovers, ListProjects, ListReleases, RollbackRelease, DeleteProject, ListUsers];
   const domains = [AddDomain, ListDomains, VerifyDomain, RemoveDomain, CheckDomain];
-  const incremental = [DeploySessionAccess, OpenDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ListDeploySessions, ExpireDeploySessions];
+  const incremental = [DeploySessionAccess, OpenDeploySession, ReviseDeploySession, ShowDeploySession, UploadObjects, PublishDeploySession, CancelDeploySession, ListDeploySessions, ExpireDeploySessions];
   for (const useCase of [...useCases, PublishRelease, CreateDeployKey, ListDeployKeys, RevokeDeployKey, ListPreviews, PromotePreview, DeletePreview, ExpirePreviews, ServeSiteRules, ...incremental, ...domains]) {
     c.bind(useCase).toSelf().inSingletonScope();
   }

@@ -39,11 +39,17 @@ export class DeploySessionAccess {
   ) {}
 
   async use(user: Username, token: string, id: string): Promise<DeploySession> {
+    const session = await this.find(user, token, id);
+    await this.sessions.extend(id, sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
+    return session;
+  }
+
+  /** The session, as `use` finds it, without keeping it alive: the caller does that only once the request is taken. */
+  async find(user: Username, token: string, id: string): Promise<DeploySession> {
     const session = await this.sessions.find(id);
     const now = this.clock.now();
     if (session === undefined || session.user !== user || isSessionExpired(session.expiresAt, now)) throw new DeploySessionNotFound();
     await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview });
-    await this.sessions.extend(id, sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
     return session;
   }
 

@@ -1,14 +1,13 @@
 import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
-import { BaseReleaseChanged, TooManyDeploySessions } from '../domain/errors.js';
-import { applyManifestChanges, ManifestReader, parseManifestBase, type Digest, type Manifest } from '../domain/manifest.js';
-import { manifestDigest } from '../domain/manifest-digest.js';
+import { TooManyDeploySessions } from '../domain/errors.js';
+import { ManifestReader } from '../domain/manifest.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
-import type { ArchiveLimits } from '../domain/archive-policy.js';
 import type { Username } from '../domain/username.js';
 import { forgetClosedSessions } from './closed-sessions.js';
+import { notUploadedBefore, soughtObjects, wholeManifest } from './session-manifest.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
 import { assertStillAuthorised, NOT_YET_KNOWN } from './deployer.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -69,18 +68,15 @@ export class OpenDeploySession {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: input.user, token: input.token, project, preview });
-    const { manifest, inBase } = await this.wholeManifest(input, project, this.settings.archiveLimits);
+    const whole = await wholeManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
+    const { manifest } = whole;
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     const packed = PackedManifest.pack(manifest);
     const session = { user: input.user, project, preview, keyId: input.keyId, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
-    // refused like any other, before a session exists. The base's own files are in the
-    // store (the release links them), so a content the base holds at the size the
-    // manifest gives is not looked for; one lost meanwhile is what the publish finds
-    // missing, as for any deploy. Any other size is looked up, and refused as the lie it
-    // is: the base's file of that content may be among those removed.
-    const sought = inBase === undefined ? manifest.objects : new Map([...manifest.objects].filter(([digest, size]) => inBase.get(digest) !== size));
+    // refused like any other, before a session exists (soughtObjects).
+    const sought = soughtObjects(whole);
     // A deploy key's session is answered from its project's content alone (domain: objectScope).
     const scope = objectScope(input.keyId, project);
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
@@ -93,19 +89,9 @@ export class OpenDeploySession {
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.preparation.prepare(input.user, id, packed, missing);
     // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
-    const stillMissing = await this.notUploadedBefore(earlier, id, missing, manifest);
+    const stillMissing = await notUploadedBefore(this.objects, earlier, id, missing, manifest);
     await forgetClosedSessions(this.objects, this.preparation, superseded);
     return stateOf({ id, ...session }, stillMissing);
-  }
-
-  /**
-   * Of `missing`, what the key's `earlier` sessions did not upload: what they did is the
-   * key's own, and is kept with the new session too, whatever becomes of them.
-   */
-  private async notUploadedBefore(earlier: readonly string[], id: string, missing: Digest[], manifest: Manifest): Promise<Digest[]> {
-    if (earlier.length === 0 || missing.length === 0) return missing;
-    const shared = new Set(await this.objects.shareUploads(earlier, id, new Map(missing.map((digest) => [digest, manifest.objects.get(digest)!]))));
-    return missing.filter((digest) => !shared.has(digest));
   }
 
   /**
@@ -130,17 +116,5 @@ export class OpenDeploySession {
       await this.sessions.close(id);
       throw error;
     }
-  }
-
-  private async wholeManifest(input: OpenSessionInput, project: ProjectName, limits: ArchiveLimits): Promise<{ manifest: Manifest; inBase?: ReadonlyMap<Digest, number> }> {
-    if (input.base === undefined) return { manifest: input.manifest.whole() };
-    const base = parseManifestBase(input.base);
-    // Every check that needs no disk first: a malformed request never costs a walk of the base.
-    const changes = input.manifest.changes();
-    // Only this user's own release of this project: the store is per user, the release
-    // directory per project, so another's release is simply not found.
-    const files = await this.releases.releaseManifest(input.user, project, base.release);
-    if (files === undefined || manifestDigest(files) !== base.digest) throw new BaseReleaseChanged();
-    return { manifest: applyManifestChanges(files, changes, limits), inBase: new Map(files.map((file) => [file.digest, file.size])) };
   }
 }

@@ -660,3 +660,135 @@ describe('an abandoned session expires and its uploads go (real server)', () => 
     }
   });
 });
+
+describe('a session opened on its base, then given the site (PUT /api/v1/deploys/{id}/manifest; real server, real directories)', () => {
+  let h: Harness;
+  let token: string;
+  let other: string;
+  const v1 = site('v1', 40);
+  let base: { id: string; site: Site };
+
+  const call = (method: string, path: string, body: unknown, as = token) => h.call(method, path, { token: as, json: body });
+  const openOnBase = (b: { id: string; site: Site }, project = 'docs') => call('POST', '/api/v1/deploys', { project, base: { release: b.id, digest: canonicalDigest(b.site) }, files: [], removed: [] });
+  const revise = (id: string, body: unknown, as = token) => call('PUT', `/api/v1/deploys/${id}/manifest`, body, as);
+  const relativeTo = (b: { id: string; site: Site }, s: Site) => ({ base: { release: b.id, digest: canonicalDigest(b.site) }, ...difference(b.site, s) });
+  const release = (id: string) => join(h.deploysRoot, 'early', 'docs', id);
+  /** Uploads what the session lacks and publishes it; returns the release. */
+  async function finish(id: string, missing: string[], s: Site): Promise<string> {
+    if (missing.length > 0) expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(s, missing) })).status).toBe(200);
+    const published = await h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    return published.body.release as string;
+  }
+  /** What a refused request must leave: every file and link as it was. */
+  async function unchangedBy(request: () => Promise<Reply>): Promise<Reply> {
+    await h.settled();
+    const before = await snapshot(h.root);
+    const reply = await request();
+    await h.settled();
+    expect(await snapshot(h.root)).toEqual(before);
+    return reply;
+  }
+
+  beforeAll(async () => {
+    h = await startHarness({ RELEASES_KEEP: '3', MAX_FILES: '300', MAX_EXTRACTED_BYTES: String(20 * 1024 * 1024) });
+    token = await h.createUser('early');
+    other = await h.createUser('early-other');
+    const opened = await call('POST', '/api/v1/deploys', { project: 'docs', files: manifest(v1) });
+    base = { id: await finish(opened.body.id as string, opened.body.missing as string[], v1), site: v1 };
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('opens on the base alone (nothing missing), takes the difference, and publishes the site byte for byte; the base is as it was', async () => {
+    const before = await snapshot(release(base.id));
+    const opened = await openOnBase(base);
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    expect(opened.body).toMatchObject({ files: Object.keys(v1).length, missing: [] });
+    const v2: Site = { ...site('v2', 40, (i) => i % 10 === 1), 'new/deep/added.html': Buffer.from('added\n'), 'docs/part-2/ünï code.html': Buffer.from('odd but legal\n') };
+    delete v2['docs/part-2/page-6.html'];
+    const id = opened.body.id as string;
+    const revised = await revise(id, relativeTo(base, v2));
+    expect(revised.status, JSON.stringify(revised.body)).toBe(200);
+    expect(revised.body).toMatchObject({ id, files: Object.keys(v2).length, bytes: Object.values(v2).reduce((sum, b) => sum + b.length, 0) });
+    expect(new Set(revised.body.missing as string[])).toEqual(new Set(difference(v1, v2).files.map((f) => f.digest)));
+    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body).toMatchObject({ files: Object.keys(v2).length });
+    const published = await finish(id, revised.body.missing as string[], v2);
+    expect(digestsOf(await releaseFiles(release(published)))).toEqual(digestsOf(v2));
+    expect(await snapshot(release(base.id))).toEqual(before);
+    // Unchanged files share the base's bytes.
+    const [now, then] = await Promise.all([stat(join(release(published), 'docs/part-0/page-0.html')), stat(join(release(base.id), 'docs/part-0/page-0.html'))]);
+    expect(now.ino).toBe(then.ino);
+    base = { id: published, site: v2 };
+  });
+
+  it('a revision that breaks a rule, moves the session, or comes from another user is refused, leaving the session as it was', async () => {
+    const opened = await openOnBase(base);
+    const id = opened.body.id as string;
+    const files = Object.keys(base.site).length;
+    const cases: [unknown, number, string][] = [
+      [{ files: [{ path: '../escape.html', size: 1, digest: sha256('x') }] }, 400, 'invalid manifest: '],
+      [{ ...relativeTo(base, base.site), removed: ['not/in/the/base.html'] }, 400, 'invalid manifest: '],
+      [{ project: 'elsewhere', files: manifest(base.site) }, 400, "invalid manifest: project and preview are the session's: a session's manifest cannot move it"],
+      [{ preview: 'pr-1', files: manifest(base.site) }, 400, "invalid manifest: project and preview are the session's: a session's manifest cannot move it"],
+    ];
+    for (const [body, status, error] of cases) {
+      const reply = await unchangedBy(() => revise(id, body));
+      expect(reply.status, JSON.stringify(body).slice(0, 80)).toBe(status);
+      expect(String(reply.body.error)).toContain(error);
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body).toMatchObject({ files });
+    }
+    const otherUsers = await revise(id, { files: manifest(base.site) }, other);
+    expect(otherUsers).toMatchObject({ status: 404, body: { error: 'deploy session not found' } });
+    expect((await h.call('PUT', `/api/v1/deploys/${'f'.repeat(32)}/manifest`, { token, json: { files: manifest(base.site) } })).status).toBe(404);
+    // The session is whole still: the same site again, published.
+    expect(await finish(id, [], base.site)).toMatch(/^\d{8}T\d{6}$/);
+  });
+
+  it('a base pruned between the open and the difference: one 409, the session as it was; the whole manifest then deploys', async () => {
+    const pruned = base;
+    const opened = await openOnBase(pruned);
+    expect(opened.status).toBe(201);
+    const id = opened.body.id as string;
+    for (let i = 0; i < 3; i += 1) {
+      const later = { ...pruned.site, 'index.html': Buffer.from(`later ${i}\n`) };
+      const o = await call('POST', '/api/v1/deploys', { project: 'docs', files: manifest(later) });
+      await finish(o.body.id as string, o.body.missing as string[], later);
+    }
+    expect(await readdir(join(h.deploysRoot, 'early', 'docs'))).not.toContain(pruned.id);
+    const v3 = { ...pruned.site, 'index.html': Buffer.from('v3\n') };
+    const reply = await unchangedBy(() => revise(id, relativeTo(pruned, v3)));
+    expect(reply).toMatchObject({ status: 409, body: { error: 'base release not found or changed: send the whole manifest' } });
+    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body).toMatchObject({ files: Object.keys(pruned.site).length });
+    const whole = await revise(id, { files: manifest(v3) });
+    expect(whole.status).toBe(200);
+    const published = await finish(id, whole.body.missing as string[], v3);
+    expect(digestsOf(await releaseFiles(release(published)))).toEqual(digestsOf(v3));
+  });
+});
+
+describe('a session opened on its base and never given its difference (real server)', () => {
+  it('expires after DEPLOY_SESSION_SECONDS, and the release built for it is thrown away', async () => {
+    const h = await startHarness({ DEPLOY_SESSION_SECONDS: '1' });
+    try {
+      const token = await h.createUser('early-idle');
+      const s = site('idle', 30);
+      const first = await h.call('POST', '/api/v1/deploys', { token, json: { project: 'idle', files: manifest(s) } });
+      expect((await h.call('PUT', `/api/v1/deploys/${String(first.body.id)}/objects`, { token, body: objects(s, first.body.missing as string[]) })).status).toBe(200);
+      const published = await h.call('POST', `/api/v1/deploys/${String(first.body.id)}/publish`, { token });
+      const opened = await h.call('POST', '/api/v1/deploys', { token, json: { project: 'idle', base: { release: published.body.release, digest: canonicalDigest(s) }, files: [], removed: [] } });
+      expect(opened.status).toBe(201);
+      const id = opened.body.id as string;
+      const staging = join(h.deploysRoot, '.staging');
+      // Built for it from the base: the area is there, with the base's files.
+      await until(async () => (await readdir(staging)).length === 1, 'the release built from the base');
+      await until(async () => (await readdir(staging)).length === 0 && (await readdir(join(h.deploysRoot, '.trash'))).length === 0, 'the session to be swept');
+      expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
+      expect((await h.call('PUT', `/api/v1/deploys/${id}/manifest`, { token, json: { files: manifest(s) } })).status).toBe(404);
+      expect(await readlink(join(h.docsRoot, 'early-idle', 'idle'))).toContain(String(published.body.release));
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -152,7 +152,7 @@ describe('GET /api/v1/openapi.json', () => {
         checked++;
       }
     }
-    expect(checked).toBe(30);
+    expect(checked).toBe(31);
   });
 
 });

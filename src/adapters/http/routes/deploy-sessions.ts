@@ -1,9 +1,10 @@
 import type express from 'express';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { CancelDeploySession } from '../../../application/cancel-deploy-session.js';
 import { ListDeploySessions } from '../../../application/list-deploy-sessions.js';
 import { OpenDeploySession } from '../../../application/open-deploy-session.js';
 import { PublishDeploySession } from '../../../application/publish-deploy-session.js';
+import { ReviseDeploySession } from '../../../application/revise-deploy-session.js';
 import { ShowDeploySession } from '../../../application/show-deploy-session.js';
 import { UploadObjects } from '../../../application/upload-objects.js';
 import type { SessionState } from '../../../application/deploy-session-access.js';
@@ -14,7 +15,9 @@ import type { HttpDeps } from '../http-deps.js';
 import { UploadTooLarge } from '../http-errors.js';
 import { continueIfExpected, declaredLength, fallback, methodNotAllowed } from '../middleware.js';
 import { bodyCoding } from '../body-coding.js';
-import { readManifestBody } from '../manifest-body.js';
+import { readManifestBody, type ManifestFields } from '../manifest-body.js';
+import type { ManifestReader } from '../../../domain/manifest.js';
+import type { Username } from '../../../domain/username.js';
 import { readUploadBody } from '../upload-body.js';
 import { deployedAnswer, inDeploySlot, uploadLimits } from './deploy.js';
 
@@ -56,30 +59,40 @@ function listedSession(session: DeploySessionSummary): Record<string, unknown> {
 
 type SessionDeps = Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' | 'opens' | 'metrics' | 'logger'>;
 
+/**
+ * A manifest's body (an open's, or a session's again), its coding and length checked
+ * before a byte of it is read, and read in its turn among the manifests being read:
+ * each costs the same, the whole site checked. A gzip-compressed manifest is inflated
+ * as it is read, and the limit holds for what it inflates to too.
+ */
+async function inManifestTurn<T>(deps: SessionDeps, user: Username, req: Request, res: Response, reader: ManifestReader, use: (fields: ManifestFields) => Promise<T>): Promise<T> {
+  const { settings } = deps;
+  bodyCoding(req);
+  const limits = { maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds };
+  if ((declaredLength(req) ?? 0) > limits.maxBytes) throw new UploadTooLarge();
+  const endTurn = await deps.opens.turn(user, res);
+  const read = { inflated: 0 };
+  try {
+    continueIfExpected(req, res);
+    return await use(await readManifestBody(req, reader, limits, read));
+  } finally {
+    endTurn(read.inflated);
+  }
+}
+
 /** The sessions: one opened by a manifest, and its owner's listing of them. */
 function sessionsRoute(app: express.Express, deps: SessionDeps, auth: Authentication): void {
-  const { settings } = deps;
-  // A gzip-compressed manifest is inflated as it is read, and the limit holds for what it inflates to too.
-  const manifestLimits = () => ({ maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds });
   app
     .route('/api/v1/deploys')
     .post(fallback('deployment failed'), async (req, res) => {
-      // Signed in, and the body's coding and length checked, before a byte of the manifest is read.
+      // Signed in before a byte of the manifest is read.
       const { user, key } = await auth.deployer(req, res);
-      bodyCoding(req);
-      const limits = manifestLimits();
-      if ((declaredLength(req) ?? 0) > limits.maxBytes) throw new UploadTooLarge();
-      const endTurn = await deps.opens.turn(user, res);
-      const read = { inflated: 0 };
-      try {
-        continueIfExpected(req, res);
-        const manifest = deps.useCases(OpenDeploySession).reader();
-        const { project, preview, base } = await readManifestBody(req, manifest, limits, read);
-        const state = await deps.useCases(OpenDeploySession).execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project: project ?? '', preview, base, manifest });
-        res.status(201).json(sessionAnswer(state));
-      } finally {
-        endTurn(read.inflated);
-      }
+      const open = deps.useCases(OpenDeploySession);
+      const manifest = open.reader();
+      const state = await inManifestTurn(deps, user, req, res, manifest, ({ project, preview, base }) =>
+        open.execute({ user, token: bearerToken(req) ?? '', keyId: key?.id, project: project ?? '', preview, base, manifest }),
+      );
+      res.status(201).json(sessionAnswer(state));
     })
     // The owner's own token only, as every management route: a key gets 401.
     .get(fallback('failed to list deploy sessions'), async (req, res) => {
@@ -87,6 +100,19 @@ function sessionsRoute(app: express.Express, deps: SessionDeps, auth: Authentica
       res.json({ status: 'ok', sessions: sessions.map(listedSession) });
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
+  // A session's manifest again, whole or relative to a base: what it found since it opened on its base.
+  app
+    .route('/api/v1/deploys/:id/manifest')
+    .put(fallback('deployment failed'), async (req, res) => {
+      const { user } = await auth.deployer(req, res);
+      const revise = deps.useCases(ReviseDeploySession);
+      const manifest = revise.reader();
+      const state = await inManifestTurn(deps, user, req, res, manifest, ({ project, preview, base }) =>
+        revise.execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req), project, preview, base, manifest }),
+      );
+      res.json(sessionAnswer(state));
+    })
+    .all(methodNotAllowed('PUT'));
 }
 
 /**
