@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -46,7 +46,8 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
   const live = (project: string) => contents(join(h.docsRoot, USER, project, '/'));
   /** The requests the proxy has seen since `since` (a count of earlier ones). */
   const since = (count: number) => proxy.seen.slice(count);
-  const uploaded = async (count: number) => (await Promise.all(since(count).filter((e) => e.method === 'PUT').map(async (e) => (await tarEntries(e.body)).map((t) => t.path)))).flat();
+  const batchesSince = (count: number) => since(count).filter((e) => e.method === 'PUT' && e.path.endsWith('/objects'));
+  const uploaded = async (count: number) => (await Promise.all(batchesSince(count).map(async (e) => (await tarEntries(e.body)).map((t) => t.path)))).flat();
   const sessionOf = (count: number) => /^\/api\/v1\/deploys\/([0-9a-f]{32})\//.exec(since(count).find((e) => e.method === 'PUT' || e.path.endsWith('/publish'))?.path ?? '')?.[1];
 
   beforeAll(async () => {
@@ -105,7 +106,12 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(third.stdout).toMatch(/^sent 0 of 8 files \(0\.0 MB of 0\.7 MB\); 8 already on the server\n(read [1-7] files; [1-7] had not changed since the last deploy from here\n)?deployed docs: release \d{8}T\d{6}\nhttps:\/\/sites\.example\.test\/incr\/docs\/\n$/);
     expect(third.stderr).toMatch(/^hashing 8 files\.\.\.\nhashed 8 files in \d+\.\d s\n$/);
     expect(third.stdout + third.stderr).not.toContain('\u001b');
-    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual(['POST /api/v1/deploys 201', 'POST /api/v1/deploys/<id>/publish 200']);
+    // Opened on the last release before the folder is read; then what the folder holds now, relative to it.
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
+      'POST /api/v1/deploys 201',
+      'PUT /api/v1/deploys/<id>/manifest 200',
+      'POST /api/v1/deploys/<id>/publish 200',
+    ]);
     expect(await live('docs')).toEqual(await contents(root));
   });
 
@@ -129,7 +135,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     await writeFile(join(root, 'b-video.bin'), Buffer.alloc(17 * MiB, 8));
     mark = proxy.seen.length;
     expect(await deployed([root, '--project', 'big'])).toMatchObject({ mode: 'incremental', totalFiles: 2103, sentFiles: 32, skippedFiles: 2071 });
-    const batches = await Promise.all(since(mark).filter((e) => e.method === 'PUT').map((e) => tarEntries(e.body)));
+    const batches = await Promise.all(batchesSince(mark).map((e) => tarEntries(e.body)));
     expect(batches.length).toBe(2);
     expect(batches.flat()).toHaveLength(32);
     for (const batch of batches) expect(batch.reduce((sum, entry) => sum + entry.bytes.length, 0)).toBeLessThanOrEqual(32 * MiB);
@@ -227,6 +233,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'ok', mode: 'incremental', sentFiles: 2, sentBytes: 7 + 23, skippedFiles: 6 });
     expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
       'POST /api/v1/deploys 201',
+      'PUT /api/v1/deploys/<id>/manifest 200',
       'PUT /api/v1/deploys/<id>/objects 200',
       'POST /api/v1/deploys/<id>/publish 409',
       'PUT /api/v1/deploys/<id>/objects 200',
@@ -280,6 +287,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     const pagePath = (i: number) => `docs/section-${i % 30}/page-${String(i).padStart(4, '0')}.html`;
     const pages = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [pagePath(i), `<p>page ${i}</p>`]));
     const manifestRequests = (count: number) => since(count).filter((e) => e.method === 'POST' && e.path === '/api/v1/deploys');
+    const revisions = (count: number) => since(count).filter((e) => e.method === 'PUT' && e.path.endsWith('/manifest'));
     const bodyOf = (e: { body: Buffer }) => JSON.parse(gunzipSync(e.body).toString()) as Record<string, unknown>;
     const cacheFiles = async () => (await readdir(join(work, 'cache'))).map((name) => join(work, 'cache', name));
 
@@ -301,9 +309,12 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       mark = proxy.seen.length;
       const second = await deployed([root, '--project', 'wire']);
       expect(second).toMatchObject({ mode: 'incremental', totalFiles: 3001, sentFiles: 31 });
-      const [relative] = manifestRequests(mark);
+      // Opened on the base alone, then the difference to the session.
+      const [early] = manifestRequests(mark);
+      expect(bodyOf(early!)).toEqual({ project: 'wire', base: { release: first.release, digest: expect.stringMatching(/^[0-9a-f]{64}$/) }, files: [], removed: [] });
+      const [relative] = revisions(mark);
       const body = bodyOf(relative!);
-      expect(body.base).toEqual({ release: first.release, digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(body.base).toEqual(bodyOf(early!).base);
       expect(body.removed).toEqual(['docs/section-1/page-0001.html']);
       expect((body.files as unknown[]).length).toBe(31);
       // Bytes on the wire, as the proxy received them (gzip): the digests of 3,000 files against 31.
@@ -346,15 +357,95 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(bodyOf(manifestRequests(next)[0]!).base).toMatchObject({ release: JSON.parse(r.stdout).release });
     });
 
+    const sequence = (count: number) => since(count).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`);
+    /** Staging areas and their new objects, not yet thrown away: none once a deploy has ended. */
+    const leftInStaging = async () => [...(await readdir(join(h.deploysRoot, '.staging')).catch(() => [])), ...(await readdir(join(h.deploysRoot, '.fresh')).catch(() => []))];
+
+    it('sends the whole manifest once, saying so, when its base is pruned between the open and the difference (409), leaving nothing of that session', async () => {
+      const root = await site('pruned', files);
+      const first = await deployed([root, '--project', 'pruned']);
+      await writeFile(join(root, 'index.html'), 'after the prune');
+      let pruned = false;
+      proxy.hook = async (req) => {
+        if (req.method === 'PUT' && req.url?.endsWith('/manifest') && !pruned) {
+          pruned = true;
+          // Five deploys from elsewhere meanwhile (RELEASES_KEEP 5): the base is pruned.
+          for (let i = 0; i < 5; i += 1) expect((await h.deploy(token, 'pruned', tgz([tarFile('index.html', `elsewhere ${i}`)]))).status).toBe(200);
+          expect(await readdir(join(h.deploysRoot, USER, 'pruned'))).not.toContain(first.release);
+        }
+        return 'forward' as const;
+      };
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'pruned', '--json']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(`the server refused the changes since release ${String(first.release)} (base release not found or changed: send the whole manifest): sending the whole manifest\n`);
+      expect(sequence(mark)).toEqual([
+        'POST /api/v1/deploys 201',
+        'PUT /api/v1/deploys/<id>/manifest 409',
+        'DELETE /api/v1/deploys/<id> 204',
+        'POST /api/v1/deploys 201',
+        'PUT /api/v1/deploys/<id>/objects 200',
+        'POST /api/v1/deploys/<id>/publish 200',
+      ]);
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(await live('pruned')).toEqual(await contents(root));
+      // Thrown away before the session's DELETE is answered.
+      expect(await leftInStaging()).toEqual([]);
+    });
+
+    it('against a server that cannot take a manifest again (404), deletes the session opened on the base and opens with the difference', async () => {
+      const root = await site('no-revise', files);
+      await deployed([root, '--project', 'no-revise']);
+      await writeFile(join(root, 'index.html'), 'older server again');
+      proxy.hook = (req, res) => {
+        if (!(req.method === 'PUT' && req.url?.endsWith('/manifest'))) return 'forward';
+        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: 'not found' }));
+        return 'answered';
+      };
+      const mark = proxy.seen.length;
+      expect(await deployed([root, '--project', 'no-revise'])).toMatchObject({ mode: 'incremental', sentFiles: 1 });
+      expect(sequence(mark)).toEqual([
+        'POST /api/v1/deploys 201',
+        // Answered by the hook, so the proxy saw no status of the server's.
+        'PUT /api/v1/deploys/<id>/manifest undefined',
+        'DELETE /api/v1/deploys/<id> 204',
+        'POST /api/v1/deploys 201',
+        'PUT /api/v1/deploys/<id>/objects 200',
+        'POST /api/v1/deploys/<id>/publish 200',
+      ]);
+      const relative = bodyOf(manifestRequests(mark)[1]!);
+      expect(relative.base).toBeDefined();
+      expect((relative.files as { path: string }[]).map((f) => f.path)).toEqual(['index.html']);
+      expect(await live('no-revise')).toEqual(await contents(root));
+      // Thrown away before the session's DELETE is answered.
+      expect(await leftInStaging()).toEqual([]);
+    });
+
+    it('deletes the session it opened on the base when the folder turns out to be refused (a link in it), and exits 2', async () => {
+      const root = await site('linked', files);
+      await deployed([root, '--project', 'linked']);
+      await symlink('index.html', join(root, 'docs', 'alias.html'));
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'linked']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('alias.html');
+      expect(sequence(mark)).toEqual(['POST /api/v1/deploys 201', 'DELETE /api/v1/deploys/<id> 204']);
+      // Thrown away before the session's DELETE is answered.
+      expect(await leftInStaging()).toEqual([]);
+    });
+
     it('against a server that takes the changes for the whole site (one before relative manifests), deletes that session and sends the whole manifest', async () => {
       const root = await site('older-base', files);
       await deployed([root, '--project', 'older-base']);
       await writeFile(join(root, 'index.html'), 'older server');
-      let answered = false;
+      let opens = 0;
       proxy.hook = (req, res) => {
-        if (req.url !== '/api/v1/deploys' || answered) return 'forward';
-        // What such a server answers: a session of the one file it was sent.
-        answered = true;
+        if (req.url !== '/api/v1/deploys' || (opens += 1) > 2) return 'forward';
+        // What such a server answers: no files for the open on the base alone, then a session of the one file it was sent.
+        if (opens === 1) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: 'invalid manifest: site contains no files' }));
+          return 'answered';
+        }
         const session = { status: 'ok', id: 'f'.repeat(32), project: 'older-base', expiresAt: new Date().toISOString(), files: 1, bytes: 12, missing: [], missingBytes: 0 };
         res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(session));
         return 'answered';
@@ -363,9 +454,10 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       const r = await sitedrop(['deploy', root, '--project', 'older-base', '--json']);
       expect(r.code).toBe(0);
       expect(r.stderr).toContain('the server took the changes for the whole site (it predates relative manifests): sending the whole manifest\n');
-      expect(since(mark).map((e) => `${e.method} ${e.path}`).slice(0, 3)).toEqual(['POST /api/v1/deploys', `DELETE /api/v1/deploys/${'f'.repeat(32)}`, 'POST /api/v1/deploys']);
-      expect(bodyOf(manifestRequests(mark)[0]!).base).toBeDefined();
-      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(since(mark).map((e) => `${e.method} ${e.path}`).slice(0, 4)).toEqual(['POST /api/v1/deploys', 'POST /api/v1/deploys', `DELETE /api/v1/deploys/${'f'.repeat(32)}`, 'POST /api/v1/deploys']);
+      expect(bodyOf(manifestRequests(mark)[0]!).files).toEqual([]);
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeDefined();
+      expect(bodyOf(manifestRequests(mark)[2]!).base).toBeUndefined();
       expect(await live('older-base')).toEqual(await contents(root));
     });
 

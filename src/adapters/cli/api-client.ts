@@ -160,12 +160,32 @@ export class ApiClient {
   }
 
   /** Opens an incremental deploy: the manifest, gzip-compressed (40,000 paths are megabytes of JSON). */
-  async openDeploy(target: DeployTarget, manifest: ManifestBody, signal?: AbortSignal): Promise<DeploySession> {
+  async openDeploy(target: DeployTarget, manifest: ManifestBody, signal?: AbortSignal, sent?: () => void): Promise<DeploySession> {
     const body = await compress(JSON.stringify({ ...target, ...manifest }));
-    const reply = await this.fetch('POST', '/api/v1/deploys', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal });
+    return ApiClient.sessionOf(await this.fetch('POST', '/api/v1/deploys', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal, sent }));
+  }
+
+  /** A session as an open or a revision answers it. */
+  private static sessionOf(reply: Reply): DeploySession {
     const session = ApiClient.answer(reply);
     if (typeof session.id !== 'string' || !Array.isArray(session.missing)) throw new ServerError(reply.status, 'the server answered the manifest without a session id or a list of missing files');
     return session as unknown as DeploySession;
+  }
+
+  /**
+   * Opens an incremental deploy on `base` alone, before the folder is read: the server
+   * builds the release from the base while this machine finds what changed (then
+   * `reviseDeploy`). `sent` is told once the request has left, so that the caller's
+   * synchronous work that follows does not hold it back.
+   */
+  openOnBase(target: DeployTarget, base: NonNullable<ManifestBody['base']>, sent: () => void, signal?: AbortSignal): Promise<DeploySession> {
+    return this.openDeploy(target, { base, files: [], removed: [] }, signal, sent);
+  }
+
+  /** The session's manifest again, whole or relative to a base: the site as this machine has found it. */
+  async reviseDeploy(id: string, manifest: ManifestBody, signal?: AbortSignal): Promise<DeploySession> {
+    const body = await compress(JSON.stringify(manifest));
+    return ApiClient.sessionOf(await this.fetch('PUT', `${ApiClient.session(id)}/manifest`, { body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, signal }));
   }
 
   /** One batch of objects, a gzip-compressed tar streamed as it is packed. */
@@ -198,9 +218,9 @@ export class ApiClient {
     return new ServerError(0, `cannot reach ${this.server}: ${(error.cause as Error | undefined)?.message ?? error.message}`);
   }
 
-  private fetch(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string>; signal?: AbortSignal }): Promise<Reply> {
+  private fetch(method: string, path: string, init: { body?: string | Buffer; headers?: Record<string, string>; signal?: AbortSignal; sent?: () => void }): Promise<Reply> {
     const length = { 'content-length': String(init.body === undefined ? 0 : Buffer.byteLength(init.body)) };
-    return this.exchange(method, path, { ...this.authorization(), ...init.headers, ...length }, init.body, init.signal);
+    return this.exchange(method, path, { ...this.authorization(), ...init.headers, ...length }, init.body, init.signal, init.sent);
   }
 
   /** A body of unknown size, with backpressure: the body is read only as fast as the connection takes it. */
@@ -214,7 +234,7 @@ export class ApiClient {
    * connection silent for IDLE_MS either way is given up, as fetch's would have been; a
    * redirect is reported, not followed (the address to use is the one it names).
    */
-  private exchange(method: string, path: string, headers: Record<string, string>, body: Readable | string | Buffer | undefined, signal?: AbortSignal): Promise<Reply> {
+  private exchange(method: string, path: string, headers: Record<string, string>, body: Readable | string | Buffer | undefined, signal?: AbortSignal, sent?: () => void): Promise<Reply> {
     const url = new URL(path, this.server);
     const send = url.protocol === 'https:' ? requestTls : request;
     const streamed = body instanceof Readable ? body : undefined;
@@ -243,6 +263,7 @@ export class ApiClient {
           resolve({ status, text });
         });
       });
+      if (sent) req.once('finish', sent);
       if (!streamed) return void req.end(body);
       streamed.on('error', (error) => {
         req.destroy();

@@ -1,10 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import type { ApiClient, DeployTarget, Json } from './api-client.js';
+import { ServerError, type ApiClient, type DeployTarget, type Json } from './api-client.js';
 import { measureSiteFolder, readSiteFolder, type SiteFolder } from './folder-manifest.js';
-import { deployIncrementally, MostlyNew, ProtocolAbsent, SessionsBusy, type DeployCounts } from './incremental-deploy.js';
-import { cacheDirectory, ManifestCache, type PendingManifest } from './manifest-cache.js';
+import { baseOf, deployIncrementally, MostlyNew, ProtocolAbsent, SessionsBusy, type DeployCounts, type EarlySession } from './incremental-deploy.js';
+import { cacheDirectory, ManifestCache, type PendingManifest, type PublishedManifest } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { hashChangedFiles, type CheckedFolder, type RememberedFiles } from './quick-check.js';
@@ -57,6 +57,28 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
 }
 
 /**
+ * Opens the deploy on the last release published from here before the folder is read,
+ * so that the server builds the release from it while this machine walks and hashes
+ * (docs/content-store.md). Waits only until the request has left: the walk that follows
+ * is synchronous. Any failure is the later open's to meet, so it is only remembered.
+ */
+async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedManifest): Promise<{ session: Promise<EarlySession> }> {
+  let sent!: () => void;
+  const left = new Promise<void>((resolve) => (sent = resolve));
+  // A 409 says the base is gone: kept, so the whole manifest goes at once. Anything else, the later open meets again.
+  const session = api.openOnBase(target, baseOf(base), sent).catch((error: unknown) => (error instanceof ServerError && error.status === 409 ? error : undefined));
+  await Promise.race([left, session]);
+  // Wrapped: awaiting a promise of a promise would wait for the answer too.
+  return { session };
+}
+
+/** The early session, if there is one, deleted: the deploy failed before it could use it. */
+async function cancelEarly(api: ApiClient, early: { session: Promise<EarlySession> } | undefined): Promise<void> {
+  const session = await early?.session;
+  if (session && !(session instanceof ServerError)) await api.deleteDeploy(session.id).catch(() => undefined);
+}
+
+/**
  * A folder goes incrementally (only what the server lacks), or whole with --full, when
  * most of it is new to the server, when the server has no room for another session
  * (429), or when the server predates the protocol; a .tar.gz goes as it is.
@@ -71,21 +93,26 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
   }
   const cache = new ManifestCache(cacheDirectory(), err, api.account);
-  // Read and parsed now, in this turn: the walk that follows is synchronous.
-  const cached = options.full ? undefined : cache.read(api.server, target);
-  const folder = await readSiteFolder(path);
+  const base = options.full ? undefined : await cache.read(api.server, target);
+  const early = base && (await openEarly(api, target, base));
+  const folder = await readSiteFolder(path).catch(async (error: unknown) => {
+    await cancelEarly(api, early);
+    throw error;
+  });
   for (const warning of folder.warnings) err(`warning: ${warning}`);
   let totalBytes: number | undefined;
   let published: CheckedFolder | undefined;
   if (!options.full) {
-    const base = await cached;
-    const checked = await hashed(folder, base);
+    const checked = await hashed(folder, base).catch(async (error: unknown) => {
+      await cancelEarly(api, early);
+      throw error;
+    });
     const { files, stamps } = checked;
     const baseRefused = () => cache.forget(api.server, target);
     let caching: PendingManifest | undefined;
     const publishing = () => void (caching ??= cache.begin(api.server, target, { files, stamps }));
     try {
-      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, baseRefused, publishing }));
+      const { answer, counts } = await interruptible((signal) => deployIncrementally(api, target, folder, files, { signal, sending: sendingMeter, notice: err, base, early: early?.session, baseRefused, publishing }));
       await (caching ?? cache.begin(api.server, target, { files, stamps })).finish(String(answer.release));
       return report(answer, { ...counts, hashedFiles: checked.hashed }, options.json);
     } catch (error) {

@@ -52,11 +52,19 @@ export interface Conversation {
   readonly notice: (line: string) => void;
   /** A release of the project whose files this machine knows (the last it published): the manifest is sent relative to it. */
   readonly base?: PublishedManifest;
+  /** A session opened on `base` before the folder was read (ApiClient.openOnBase). */
+  readonly early?: Promise<EarlySession>;
   /** The server would not start from `base`: it is not to be offered again. */
   readonly baseRefused?: () => Promise<void>;
   /** A publish was asked for: the caller's own work may go on while the server does it. */
   readonly publishing?: () => void;
 }
+
+/**
+ * What opening on the base alone came to: a session; the server's 409 (it will not start
+ * from that base); or undefined, for anything else, which the open that follows meets again.
+ */
+export type EarlySession = DeploySession | ServerError | undefined;
 
 /** Publishes that may each find objects gone (collected between the manifest and the publish) before the deploy gives up. */
 const PUBLISH_ATTEMPTS = 4;
@@ -110,7 +118,54 @@ async function upload(api: ApiClient, id: string, root: string, objects: readonl
 function relativeTo(base: PublishedManifest, files: readonly ManifestFile[]): ManifestBody | undefined {
   const difference = manifestDifference(base.files, files);
   if (difference.files.length + difference.removed.length >= files.length) return undefined;
-  return { base: { release: base.release, digest: manifestDigest(base.files) }, ...difference };
+  return { base: baseOf(base), ...difference };
+}
+
+/** Bases named already: the early open and the difference name the same one, and 40,000 files take a while to digest. */
+const named = new WeakMap<PublishedManifest, NonNullable<ManifestBody['base']>>();
+
+/** How a manifest names its base: the release, and the digest of the files this machine knows it by. */
+export function baseOf(base: PublishedManifest): NonNullable<ManifestBody['base']> {
+  let name = named.get(base);
+  if (name === undefined) named.set(base, (name = { release: base.release, digest: manifestDigest(base.files) }));
+  return name;
+}
+
+/** An older server takes a difference for the whole site: the session must hold the site the files make. */
+function holdsSite(session: DeploySession, files: readonly ManifestFile[]): boolean {
+  return session.files === files.length && session.bytes === files.reduce((sum, file) => sum + file.size, 0);
+}
+
+/** Says why the whole manifest goes after all. */
+function refused(conversation: Conversation, error: ServerError): 'refused' {
+  conversation.notice(`the server refused the changes since release ${conversation.base?.release ?? '?'} (${error.message}): sending the whole manifest`);
+  return 'refused';
+}
+
+/**
+ * The session opened on the base, given the site as it is (the difference, or the whole
+ * when that is shorter). 'refused': the server will not start from the base (409, or 400
+ * for a difference it refuses); 'unknown': no such session, or a server that cannot take
+ * a manifest again. Either way the session is deleted, and the caller opens as it would
+ * have without it.
+ */
+async function reviseEarly(api: ApiClient, early: EarlySession, body: ManifestBody, files: readonly ManifestFile[], conversation: Conversation): Promise<DeploySession | 'refused' | 'unknown'> {
+  if (early === undefined) return 'unknown';
+  if (early instanceof ServerError) return refused(conversation, early);
+  let outcome: DeploySession | 'refused' | 'unknown' = 'unknown';
+  try {
+    const session = await api.reviseDeploy(early.id, body, conversation.signal);
+    if (holdsSite(session, files)) return session;
+  } catch (error) {
+    if (!(error instanceof ServerError && [400, 404, 405, 409].includes(error.status))) {
+      await api.deleteDeploy(early.id).catch(() => undefined);
+      throw error;
+    }
+    if (error.status === 400 || error.status === 409) outcome = refused(conversation, error);
+  }
+  // Best effort: an unanswered session expires anyway.
+  await api.deleteDeploy(early.id).catch(() => undefined);
+  return outcome;
 }
 
 /**
@@ -123,17 +178,20 @@ function relativeTo(base: PublishedManifest, files: readonly ManifestFile[]): Ma
 async function openSession(api: ApiClient, target: DeployTarget, files: readonly ManifestFile[], conversation: Conversation): Promise<DeploySession> {
   const { base, signal } = conversation;
   const relative = base && relativeTo(base, files);
-  if (relative) {
+  const revised = await reviseEarly(api, await conversation.early, relative ?? { files }, files, conversation);
+  if (typeof revised === 'object') return revised;
+  if (revised === 'refused') await conversation.baseRefused?.();
+  if (relative && revised !== 'refused') {
     try {
       const session = await api.openDeploy(target, relative, signal);
-      if (session.files === files.length && session.bytes === files.reduce((sum, file) => sum + file.size, 0)) return session;
+      if (holdsSite(session, files)) return session;
       await api.deleteDeploy(session.id).catch(() => undefined);
       conversation.notice('the server took the changes for the whole site (it predates relative manifests): sending the whole manifest');
     } catch (error) {
       // 409: not a base the server has; 400: a difference it refuses (a cache gone wrong, or
       // an older server's "no files" for an unchanged site): the whole manifest says all.
       if (!(error instanceof ServerError && (error.status === 409 || error.status === 400))) throw error;
-      conversation.notice(`the server refused the changes since release ${base.release} (${error.message}): sending the whole manifest`);
+      refused(conversation, error);
     }
     await conversation.baseRefused?.();
   }
