@@ -32,6 +32,8 @@ const { values: opts } = parseArgs({
     cli: { type: 'string', default: CLI },
     // Another build of the service to time (an older tree's dist/main.js), to compare trees.
     main: { type: 'string' },
+    // A file to keep the service's log in: each request's time and each staging's phases.
+    log: { type: 'string' },
   },
 });
 
@@ -123,7 +125,7 @@ async function shapeRun(work, name) {
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
   mkdirSync(releases, { recursive: true });
-  const service = await startService(data, { env: { ...TUNING, RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}) });
+  const service = await startService(data, { env: { ...TUNING, RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) });
   const proxy = await countingProxy(service.url);
   try {
     const token = await createUser(service.url, 'cli');
