@@ -2,12 +2,11 @@ import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
 import { TooManyDeploySessions } from '../domain/errors.js';
 import { ManifestReader } from '../domain/manifest.js';
-import { PackedManifest } from '../domain/packed-manifest.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { forgetClosedSessions } from './closed-sessions.js';
-import { notUploadedBefore, soughtObjects, wholeManifest } from './session-manifest.js';
+import { notUploadedBefore, sessionManifest } from './session-manifest.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
 import { assertStillAuthorised, NOT_YET_KNOWN } from './deployer.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -68,15 +67,12 @@ export class OpenDeploySession {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: input.user, token: input.token, project, preview });
-    const whole = await wholeManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
-    const { manifest } = whole;
+    const { packed, sought } = await sessionManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
-    const packed = PackedManifest.pack(manifest);
     const session = { user: input.user, project, preview, keyId: input.keyId, manifest: packed, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists (soughtObjects).
-    const sought = soughtObjects(whole);
     // A deploy key's session is answered from its project's content alone (domain: objectScope).
     const scope = objectScope(input.keyId, project);
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
@@ -89,7 +85,7 @@ export class OpenDeploySession {
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.preparation.prepare(input.user, id, packed, missing);
     // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
-    const stillMissing = await notUploadedBefore(this.objects, earlier, id, missing, manifest);
+    const stillMissing = await notUploadedBefore(this.objects, earlier, id, missing, packed);
     await forgetClosedSessions(this.objects, this.preparation, superseded);
     return stateOf({ id, ...session }, stillMissing);
   }

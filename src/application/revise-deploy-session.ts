@@ -2,7 +2,6 @@ import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound, ManifestRejected } from '../domain/errors.js';
 import { ManifestReader } from '../domain/manifest.js';
-import { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess, stateOf, type SessionState } from './deploy-session-access.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -11,7 +10,7 @@ import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js
 import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { notUploadedBefore, soughtObjects, wholeManifest } from './session-manifest.js';
+import { notUploadedBefore, sessionManifest } from './session-manifest.js';
 
 export interface ReviseSessionInput {
   readonly user: Username;
@@ -53,10 +52,9 @@ export class ReviseDeploySession {
     const session = await this.access.find(input.user, input.token, input.id);
     const moved = (input.project !== undefined && input.project !== session.project) || (input.preview !== undefined && input.preview !== session.preview);
     if (moved) throw new ManifestRejected("project and preview are the session's: a session's manifest cannot move it");
-    const whole = await wholeManifest(this.releases, session.user, session.project, input.manifest, input.base, this.settings.archiveLimits);
-    const manifest = PackedManifest.pack(whole.manifest);
+    const { packed: manifest, sought } = await sessionManifest(this.releases, session.user, session.project, input.manifest, input.base, this.settings.archiveLimits);
     const scope = objectScope(session.keyId, session.project);
-    const missing = await this.objects.missing(session.user, session.id, soughtObjects(whole), scope);
+    const missing = await this.objects.missing(session.user, session.id, sought, scope);
     const now = this.clock.now();
     const expiresAt = sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
     if (!(await this.sessions.replaceManifest(session.id, manifest, expiresAt))) throw new DeploySessionNotFound();
@@ -64,7 +62,7 @@ export class ReviseDeploySession {
     if (missing.length <= manifest.objectCount / 2) this.preparation.revise(session.user, session.id, manifest, missing);
     else await this.preparation.forgetPrepared(session.id);
     const earlier = session.keyId === undefined ? [] : (await this.sessions.openedBy(session.keyId, now)).filter((id) => id !== session.id);
-    const stillMissing = await notUploadedBefore(this.objects, earlier, session.id, missing, whole.manifest);
+    const stillMissing = await notUploadedBefore(this.objects, earlier, session.id, missing, manifest);
     return stateOf({ ...session, manifest, expiresAt }, stillMissing);
   }
 }

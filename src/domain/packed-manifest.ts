@@ -1,4 +1,5 @@
 import { EMPTY_DIGEST, type Digest, type Manifest, type ManifestFile } from './manifest.js';
+import { manifestDigest } from './manifest-digest.js';
 
 const HEADER_BYTES = 16; // files (u32), objects (u32), bytes (f64)
 const DIGEST_BYTES = 32;
@@ -40,6 +41,8 @@ export interface PackedFile {
  */
 export class PackedManifest {
   private table: Uint32Array | undefined;
+  /** canonicalDigest's, once asked: a release remembered (ManifestMemory) is named by it at each redeploy from it. */
+  private digest: string | undefined;
 
   private constructor(
     readonly packed: Buffer,
@@ -112,6 +115,12 @@ export class PackedManifest {
     if (!DIGEST.test(digest)) return undefined;
     const index = this.indexOf(digest);
     return index === NO_OBJECT ? undefined : index;
+  }
+
+  /** The SHA-256 of its canonical form (manifest-digest.ts), worked out once. */
+  canonicalDigest(): string {
+    this.digest ??= manifestDigest(this.manifestFiles());
+    return this.digest;
   }
 
   /** The bytes of its distinct contents: what a session's uploads may add up to at most. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import { alice, expecting, packed, blog, bob, digestOf, docs, going, LIMITS, manifestOf, objectsOf, over, pathOf, R1, R2, release, type DeploysUnderTest } from './deploys-under-test.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
@@ -121,6 +122,16 @@ export function releaseStoreContract(name: string, open: () => Promise<DeploysUn
       await d.objects.receive(alice, SESSION, d.batch([[digestOf('home'), 'home'], [digestOf('deep'), 'deep']]), expecting(objectsOf('home', 'deep')), going());
       await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
       expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
+    }));
+
+    it('releasePackedManifest: the same files packed, named by their canonical digest; undefined where releaseManifest is', over(open, async (d) => {
+      await release(d, alice, docs, R1, ['<h1>one</h1>', 'same', 'same', '']);
+      const files = (await d.store.releaseManifest(alice, docs, R1))!;
+      const packed = (await d.store.releasePackedManifest(alice, docs, R1))!;
+      expect(byPath(packed.manifestFiles())).toEqual(byPath(files));
+      expect(packed.canonicalDigest()).toBe(manifestDigest(files));
+      expect(await d.store.releasePackedManifest(alice, docs, R2)).toBeUndefined();
+      expect(await d.store.releasePackedManifest(bob, docs, R1)).toBeUndefined();
     }));
 
     it('releaseManifest: undefined for a release, project or user that is not there, or no longer', over(open, async (d) => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIGEST, manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
 import { digestSlot, PackedManifest } from '../../src/domain/packed-manifest.js';
 import { sha256 } from '../support/sha256.js';
 
@@ -38,6 +39,16 @@ describe('PackedManifest', () => {
         const copy = PackedManifest.from(new Uint8Array(packed.packed));
         expect(copy.manifest()).toEqual(manifest);
         expect([...copy.files()].map((f) => ({ path: f.path, size: f.size, digest: Buffer.from(f.digest).toString('hex') }))).toEqual(files);
+      }),
+    );
+  });
+
+  it('names itself by the digest of its canonical form, as the manifest it packed does, read back or not', () => {
+    fc.assert(
+      fc.property(manifests, (files) => {
+        const packed = PackedManifest.pack(manifestOf(files));
+        expect(packed.canonicalDigest()).toBe(manifestDigest(files));
+        expect(PackedManifest.from(Buffer.from(packed.packed)).canonicalDigest()).toBe(manifestDigest(files));
       }),
     );
   });

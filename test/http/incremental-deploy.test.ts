@@ -723,6 +723,18 @@ describe('a session opened on its base, then given the site (PUT /api/v1/deploys
     base = { id: published, site: v2 };
   });
 
+  it('an open on a base alone with a digest that is not its files, or on a release not there: 409, nothing opened', async () => {
+    for (const body of [
+      { project: 'docs', base: { release: base.id, digest: sha256('not the manifest') }, files: [], removed: [] },
+      { project: 'docs', base: { release: '20200101T000000', digest: canonicalDigest(base.site) }, files: [], removed: [] },
+      { project: 'elsewhere', base: { release: base.id, digest: canonicalDigest(base.site) }, files: [], removed: [] },
+    ]) {
+      const reply = await unchangedBy(() => call('POST', '/api/v1/deploys', body));
+      expect(reply).toMatchObject({ status: 409, body: { error: 'base release not found or changed: send the whole manifest' } });
+    }
+    expect((await h.call('GET', '/api/v1/deploys', { token })).body.sessions).toEqual([]);
+  });
+
   it('a revision that breaks a rule, moves the session, or comes from another user is refused, leaving the session as it was', async () => {
     const opened = await openOnBase(base);
     const id = opened.body.id as string;

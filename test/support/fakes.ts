@@ -19,9 +19,9 @@ import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
 import { sameSigner } from '../../src/domain/deploy-session.js';
-import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
-import type { PackedManifest } from '../../src/domain/packed-manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -308,6 +308,11 @@ export class InMemoryReleaseStore implements ReleaseStore {
   async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
     const files = this.disk.tree.get(`${user}/${project}`)?.get(id);
     return files?.map(({ path, content }) => ({ path, size: Buffer.byteLength(content), digest: sha256(content) }));
+  }
+
+  async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
+    const files = await this.releaseManifest(user, project, id);
+    return files && PackedManifest.pack(manifestOf(files));
   }
 
   async projects(user: Username): Promise<ProjectName[]> {

@@ -104,18 +104,24 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined> {
+    return (await this.releasePackedManifest(user, project, id))?.manifestFiles();
+  }
+
+  async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
     const dir = join(this.tree.projectDir(user, project), id);
     const identity = await directoryIdentity(dir);
     if (identity === undefined) return undefined;
     const remembered = this.manifests.recall(dir, identity);
-    if (remembered) return remembered.manifestFiles();
+    if (remembered) return remembered;
     // Its files are found in the store by inode: those not adopted yet would be read and hashed.
     await this.adoptions.settled(user);
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
     const files = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
-    if (files) this.manifests.remember(dir, identity, PackedManifest.pack(manifestOf(files)));
-    return files;
+    if (files === undefined) return undefined;
+    const packed = PackedManifest.pack(manifestOf(files));
+    this.manifests.remember(dir, identity, packed);
+    return packed;
   }
 
   async projects(user: Username): Promise<ProjectName[]> {
