@@ -1,6 +1,5 @@
 import { BaseReleaseChanged } from '../domain/errors.js';
 import { applyManifestChanges, parseManifestBase, type Digest, type Manifest, type ManifestReader } from '../domain/manifest.js';
-import { manifestDigest } from '../domain/manifest-digest.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import type { ProjectName } from '../domain/project-name.js';
@@ -52,8 +51,10 @@ async function wholeManifest(releases: ReleaseStore, user: Username, project: Pr
   const parsed = parseManifestBase(base);
   // Every check that needs no disk first: a malformed request never costs a walk of the base.
   const changes = reader.changes();
-  const files = await releases.releaseManifest(user, project, parsed.release);
-  if (files === undefined || manifestDigest(files) !== parsed.digest) throw new BaseReleaseChanged();
+  const packed = await releases.releasePackedManifest(user, project, parsed.release);
+  // The digest is the packed manifest's own, worked out once: the open on the base alone did.
+  if (packed === undefined || packed.canonicalDigest() !== parsed.digest) throw new BaseReleaseChanged();
+  const files = packed.manifestFiles();
   return { manifest: applyManifestChanges(files, changes, limits), inBase: new Map(files.map((file) => [file.digest, file.size])) };
 }
 
