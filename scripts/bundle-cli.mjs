@@ -2,16 +2,28 @@
 // installed: the server serves it at GET /api/v1/cli so a pipeline can fetch and run it.
 import { build } from 'esbuild';
 
+const common = { bundle: true, platform: 'node', target: 'node20', legalComments: 'eof', logLevel: 'warning' };
+
+// The hash threads' script, carried in the bundle as a string (a Worker runs it with
+// eval): a thread that ran the whole CLI instead would pay its load again. The thread
+// pool's own code, which reads import.meta, is dropped from it as unused.
+const hashThread = await build({
+  ...common,
+  entryPoints: ['dist/adapters/cli/hash-thread.js'],
+  format: 'cjs',
+  write: false,
+  minify: true,
+  legalComments: 'none',
+  logOverride: { 'empty-import-meta': 'silent' },
+});
+
 await build({
+  ...common,
   entryPoints: ['dist/adapters/cli/main.js'],
   outfile: 'dist/sitedrop.mjs',
-  bundle: true,
-  platform: 'node',
   format: 'esm',
-  target: 'node20',
+  define: { SITEDROP_HASH_THREAD: JSON.stringify(hashThread.outputFiles[0].text) },
   // Some dependencies are CommonJS and require() Node's own modules; in an ES module
   // there is no require until one is made.
   banner: { js: "import { createRequire as __sitedropCreateRequire } from 'node:module';\nconst require = __sitedropCreateRequire(import.meta.url);" },
-  legalComments: 'eof',
-  logLevel: 'warning',
 });

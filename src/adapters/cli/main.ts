@@ -18,7 +18,6 @@ import { projectsCommand } from './commands/projects.js';
 import { releasesCommand } from './commands/releases.js';
 import { rollbackCommand } from './commands/rollback.js';
 import { Interrupted } from './deploy-command.js';
-import { isHashThread } from './hash-threads.js';
 import { err } from './output.js';
 import { UsageError } from './usage-error.js';
 
@@ -61,5 +60,4 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
-// The one-file bundle is also the script of its hash threads (hash-threads.ts), which must not run the CLI.
-if (!isHashThread) process.exitCode = await run(process.argv);
+process.exitCode = await run(process.argv);
