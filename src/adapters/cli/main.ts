@@ -7,7 +7,6 @@
  * 130 interrupted (Ctrl-C) during a deploy.
  */
 import { Command, CommanderError } from 'commander';
-import { ServerError } from './api-client.js';
 import { adminCommand } from './commands/admin.js';
 import { deleteProjectCommand } from './commands/delete-project.js';
 import { deployCommand } from './commands/deploy.js';
@@ -17,7 +16,6 @@ import { previewsCommands } from './commands/previews.js';
 import { projectsCommand } from './commands/projects.js';
 import { releasesCommand } from './commands/releases.js';
 import { rollbackCommand } from './commands/rollback.js';
-import { Interrupted } from './deploy-command.js';
 import { err } from './output.js';
 import { UsageError } from './usage-error.js';
 
@@ -47,6 +45,8 @@ async function run(argv: string[]): Promise<number> {
       err(`sitedrop: ${error.message}`);
       return 2;
     }
+    // Loaded by the command that threw, if it is one of theirs; imported here, they stay out of --help's load.
+    const [{ Interrupted }, { ServerError }] = await Promise.all([import('./deploy-command.js'), import('./api-client.js')]);
     if (error instanceof Interrupted) {
       err('sitedrop: interrupted; nothing was published');
       return 130;
