@@ -1,6 +1,21 @@
 // Bundles the CLI, after tsc, into one file that runs on plain Node 20 with nothing
 // installed: the server serves it at GET /api/v1/cli so a pipeline can fetch and run it.
 import { build } from 'esbuild';
+import { isBuiltin } from 'node:module';
+
+/**
+ * Node's own modules through require(), not import: esbuild hoists every import of one to
+ * the top of the file, so it would load at start even for a module initialised lazily (a
+ * dynamic import()); a require() runs when the module that needs it is initialised, so
+ * `--help` loads no http, https, zlib, crypto or worker_threads.
+ */
+const builtinsOnDemand = {
+  name: 'builtins-on-demand',
+  setup(bundler) {
+    bundler.onResolve({ filter: /^[a-z:_/]+$/ }, ({ path, kind }) => (kind === 'import-statement' && isBuiltin(path) ? { path, namespace: 'builtin' } : undefined));
+    bundler.onLoad({ filter: /.*/, namespace: 'builtin' }, ({ path }) => ({ contents: `module.exports = require(${JSON.stringify(path)});` }));
+  },
+};
 
 const common = { bundle: true, platform: 'node', target: 'node20', legalComments: 'eof', logLevel: 'warning' };
 
@@ -23,6 +38,7 @@ await build({
   outfile: 'dist/sitedrop.mjs',
   format: 'esm',
   define: { SITEDROP_HASH_THREAD: JSON.stringify(hashThread.outputFiles[0].text) },
+  plugins: [builtinsOnDemand],
   // Some dependencies are CommonJS and require() Node's own modules; in an ES module
   // there is no require until one is made.
   banner: { js: "import { createRequire as __sitedropCreateRequire } from 'node:module';\nconst require = __sitedropCreateRequire(import.meta.url);" },
