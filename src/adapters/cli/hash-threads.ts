@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Digest, ManifestFile } from '../../domain/manifest.js';
 import { readFileSyncInto } from './file-chunks.js';
 import type { HashAnswer } from './hash-thread.js';
@@ -32,12 +32,12 @@ declare const SITEDROP_HASH_THREAD: string | undefined;
  * elsewhere, the compiled file beside this one. Under vitest this is the .ts source, so
  * the compiled one that `npm test` builds first is used.
  */
-function startThread(): Worker {
-  if (typeof SITEDROP_HASH_THREAD === 'string') return new Worker(SITEDROP_HASH_THREAD, { eval: true });
+function startThread(Thread: typeof Worker): Worker {
+  if (typeof SITEDROP_HASH_THREAD === 'string') return new Thread(SITEDROP_HASH_THREAD, { eval: true });
   const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return new Worker(fileURLToPath(new URL('hash-thread.js', import.meta.url)));
+  if (!here.endsWith('.ts')) return new Thread(fileURLToPath(new URL('hash-thread.js', import.meta.url)));
   const built = here.replace(/([\\/])src([\\/])adapters([\\/])cli([\\/])hash-threads\.ts$/, '$1dist$2adapters$3cli$4hash-thread.js');
-  if (existsSync(built)) return new Worker(built);
+  if (existsSync(built)) return new Thread(built);
   throw new Error(`hash-thread.js not found at ${built}: run npm run build`);
 }
 
@@ -52,8 +52,10 @@ export function hashThreadCount(): number {
  * the threads and rejects.
  */
 export async function hashOnThreads(root: string, paths: readonly string[], threads: number, onHashed: (file: ManifestFile) => void): Promise<ManifestFile[]> {
+  // Loaded here, not with this module: a site below THREADED_FROM never starts a thread.
+  const { Worker } = await import('node:worker_threads');
   const results = new Array<ManifestFile>(paths.length);
-  const workers = Array.from({ length: Math.min(threads, Math.ceil(paths.length / BATCH)) }, () => startThread());
+  const workers = Array.from({ length: Math.min(threads, Math.ceil(paths.length / BATCH)) }, () => startThread(Worker));
   let next = 0;
   const drive = (worker: Worker): Promise<void> =>
     new Promise((resolve, reject) => {
