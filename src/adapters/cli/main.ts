@@ -45,15 +45,17 @@ async function run(argv: string[]): Promise<number> {
       err(`sitedrop: ${error.message}`);
       return 2;
     }
-    // Loaded by the command that threw, if it is one of theirs; imported here, they stay out of --help's load.
-    const [{ Interrupted }, { ServerError }] = await Promise.all([import('./deploy-command.js'), import('./api-client.js')]);
-    if (error instanceof Interrupted) {
-      err('sitedrop: interrupted; nothing was published');
-      return 130;
-    }
+    // Loaded already by the command that threw one; imported here, they stay out of --help's load.
+    // The server's refusals first: any command's, they need not load the deploy path.
+    const { ServerError } = await import('./api-client.js');
     if (error instanceof ServerError) {
       err(`sitedrop: ${error.message}`);
       return 1;
+    }
+    const { Interrupted } = await import('./deploy-command.js');
+    if (error instanceof Interrupted) {
+      err('sitedrop: interrupted; nothing was published');
+      return 130;
     }
     err(`sitedrop: ${(error as Error).message}`);
     return 1;
