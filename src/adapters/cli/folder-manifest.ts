@@ -61,10 +61,10 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
 /** How long hashing on the main thread holds the event loop before letting progress and Ctrl-C through. */
 const SLICE_MS = 20;
 /**
- * Below this many files, starting threads costs more than it saves: each loads the whole
- * CLI before it hashes, while this thread hashes a small cached file in microseconds; on
- * two cores two threads win from about 20,000 files (docs/performance.md, the CLI's
- * hashing threshold).
+ * Below this many files, starting threads costs more than it saves: each starts a Node
+ * environment of its own before it hashes, while this thread hashes a small cached file in
+ * microseconds; on two cores two threads win from about 20,000 files (docs/performance.md,
+ * the CLI's hashing threshold, measured when each thread loaded the whole CLI).
  */
 const THREADED_FROM = 20_000;
 

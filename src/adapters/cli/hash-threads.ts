@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Digest, ManifestFile } from '../../domain/manifest.js';
 import { readFileSyncInto } from './file-chunks.js';
+import type { HashAnswer } from './hash-thread.js';
 import { UsageError } from './usage-error.js';
 
 
@@ -12,8 +13,6 @@ import { UsageError } from './usage-error.js';
 export const CHUNK_BYTES = 1024 * 1024;
 /** Paths a thread is given at a time: enough to make a message's cost nothing, few enough to share the work out evenly. */
 const BATCH = 256;
-/** Marks a worker started to hash, in this module's own script or in the one-file bundle that holds it. */
-const ROLE = 'sitedrop-hash-thread';
 
 /**
  * Size and SHA-256 of `root/path`, from the bytes actually read: a file that changes
@@ -25,38 +24,21 @@ export function hashFile(root: string, path: string, buffer: Buffer): ManifestFi
   return { path, size, digest: hash.digest('hex') as Digest };
 }
 
-type Answer = { readonly files: ManifestFile[] } | { readonly usage: string } | { readonly failure: string };
-
-// A hash thread: answers each batch of paths with their sizes and digests, or the first
-// refusal. The CLI's refusals (a link, a pipe) stay refusals on the other side.
-if (!isMainThread && (workerData as { role?: unknown } | null)?.role === ROLE && parentPort) {
-  const port = parentPort;
-  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-  port.on('message', ({ root, paths }: { root: string; paths: string[] }) => {
-    let answer: Answer;
-    try {
-      answer = { files: paths.map((path) => hashFile(root, path, buffer)) };
-    } catch (error) {
-      answer = error instanceof UsageError ? { usage: error.message } : { failure: (error as Error).message };
-    }
-    port.postMessage(answer);
-  });
-}
-
-/** True in a worker started by `hashOnThreads`: the CLI's entry must not run there. */
-export const isHashThread = !isMainThread && (workerData as { role?: unknown } | null)?.role === ROLE;
+/** The hash thread's script, put in by scripts/bundle-cli.mjs: only the one-file bundle has it. */
+declare const SITEDROP_HASH_THREAD: string | undefined;
 
 /**
- * This module as a script a Worker can run: itself once compiled, or, inside the one-file
- * bundle, the bundle (import.meta.url is the bundle's). Under vitest it is the .ts
- * source, so the compiled one that `npm test` builds first is used.
+ * A thread running hash-thread.ts: inside the one-file bundle, from the code it carries;
+ * elsewhere, the compiled file beside this one. Under vitest this is the .ts source, so
+ * the compiled one that `npm test` builds first is used.
  */
-function script(): string {
+function startThread(Thread: typeof Worker): Worker {
+  if (typeof SITEDROP_HASH_THREAD === 'string') return new Thread(SITEDROP_HASH_THREAD, { eval: true });
   const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return here;
-  const built = here.replace(/([\\/])src([\\/])adapters([\\/])cli([\\/])hash-threads\.ts$/, '$1dist$2adapters$3cli$4hash-threads.js');
-  if (existsSync(built)) return built;
-  throw new Error(`hash-threads.js not found at ${built}: run npm run build`);
+  if (!here.endsWith('.ts')) return new Thread(fileURLToPath(new URL('hash-thread.js', import.meta.url)));
+  const built = here.replace(/([\\/])src([\\/])adapters([\\/])cli([\\/])hash-threads\.ts$/, '$1dist$2adapters$3cli$4hash-thread.js');
+  if (existsSync(built)) return new Thread(built);
+  throw new Error(`hash-thread.js not found at ${built}: run npm run build`);
 }
 
 /** Threads to hash on: every core but none beyond four, where a disk rather than a core is what waits. */
@@ -70,8 +52,10 @@ export function hashThreadCount(): number {
  * the threads and rejects.
  */
 export async function hashOnThreads(root: string, paths: readonly string[], threads: number, onHashed: (file: ManifestFile) => void): Promise<ManifestFile[]> {
+  // Loaded here, not with this module: a site below THREADED_FROM never starts a thread.
+  const { Worker } = await import('node:worker_threads');
   const results = new Array<ManifestFile>(paths.length);
-  const workers = Array.from({ length: Math.min(threads, Math.ceil(paths.length / BATCH)) }, () => new Worker(script(), { workerData: { role: ROLE } }));
+  const workers = Array.from({ length: Math.min(threads, Math.ceil(paths.length / BATCH)) }, () => startThread(Worker));
   let next = 0;
   const drive = (worker: Worker): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -79,7 +63,7 @@ export async function hashOnThreads(root: string, paths: readonly string[], thre
         if (next >= paths.length) return resolve();
         const start = next;
         next += BATCH;
-        worker.once('message', (answer: Answer) => {
+        worker.once('message', (answer: HashAnswer) => {
           if ('usage' in answer) return reject(new UsageError(answer.usage));
           if ('failure' in answer) return reject(new Error(answer.failure));
           answer.files.forEach((file, i) => {

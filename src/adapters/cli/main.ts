@@ -7,7 +7,6 @@
  * 130 interrupted (Ctrl-C) during a deploy.
  */
 import { Command, CommanderError } from 'commander';
-import { ServerError } from './api-client.js';
 import { adminCommand } from './commands/admin.js';
 import { deleteProjectCommand } from './commands/delete-project.js';
 import { deployCommand } from './commands/deploy.js';
@@ -17,8 +16,6 @@ import { previewsCommands } from './commands/previews.js';
 import { projectsCommand } from './commands/projects.js';
 import { releasesCommand } from './commands/releases.js';
 import { rollbackCommand } from './commands/rollback.js';
-import { Interrupted } from './deploy-command.js';
-import { isHashThread } from './hash-threads.js';
 import { err } from './output.js';
 import { UsageError } from './usage-error.js';
 
@@ -48,18 +45,21 @@ async function run(argv: string[]): Promise<number> {
       err(`sitedrop: ${error.message}`);
       return 2;
     }
-    if (error instanceof Interrupted) {
-      err('sitedrop: interrupted; nothing was published');
-      return 130;
-    }
+    // Loaded already by the command that threw one; imported here, they stay out of --help's load.
+    // The server's refusals first: any command's, they need not load the deploy path.
+    const { ServerError } = await import('./api-client.js');
     if (error instanceof ServerError) {
       err(`sitedrop: ${error.message}`);
       return 1;
+    }
+    const { Interrupted } = await import('./deploy-command.js');
+    if (error instanceof Interrupted) {
+      err('sitedrop: interrupted; nothing was published');
+      return 130;
     }
     err(`sitedrop: ${(error as Error).message}`);
     return 1;
   }
 }
 
-// The one-file bundle is also the script of its hash threads (hash-threads.ts), which must not run the CLI.
-if (!isHashThread) process.exitCode = await run(process.argv);
+process.exitCode = await run(process.argv);

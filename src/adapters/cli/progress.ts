@@ -1,5 +1,7 @@
-import { SingleBar } from 'cli-progress';
 import { count, err, megabytes } from './output.js';
+
+// The bars are for a terminal only: a CI log never loads cli-progress (nor readline with it).
+const bars = process.stderr.isTTY ? await import('cli-progress') : undefined;
 
 /** How far a phase has got: a bar on a terminal; on anything else (a CI log) a line at each end, no escape codes. */
 export interface Meter {
@@ -35,8 +37,8 @@ const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 function meter(phase: Phase): Meter {
   const started = Date.now();
-  if (process.stderr.isTTY) {
-    const bar = new SingleBar({ format: phase.bar, stream: process.stderr, hideCursor: true }, undefined);
+  if (bars) {
+    const bar = new bars.SingleBar({ format: phase.bar, stream: process.stderr, hideCursor: true }, undefined);
     const value = (done: number) => (phase.total === undefined ? 0 : done);
     bar.start(phase.total ?? 1, 0, phase.payload(0, 0));
     return { update: (done) => bar.update(value(done), phase.payload(done, Date.now() - started)), stop: () => bar.stop() };

@@ -4,7 +4,7 @@ import { adminClient, JSON_HELP, print, type JsonOption } from './command-kit.js
 
 /** create-user and reroll are one call: the server creates the user or rerolls its token. */
 async function issueToken(name: string, _options: unknown, command: Command): Promise<void> {
-  out((await adminClient(command).issueToken(name)).token);
+  out((await (await adminClient(command)).issueToken(name)).token);
 }
 
 export function adminCommand(cli: Command): void {
@@ -16,7 +16,7 @@ export function adminCommand(cli: Command): void {
     .description('delete a user (its sites stay unless --delete-files)')
     .option('--delete-files', "also remove the user's live sites and releases")
     .action(async (name: string, options: { deleteFiles?: boolean }, command: Command) => {
-      await adminClient(command).deleteUser(name, options.deleteFiles ? 'delete' : 'persist');
+      await (await adminClient(command)).deleteUser(name, options.deleteFiles ? 'delete' : 'persist');
       out(`deleted ${name}${options.deleteFiles ? ' and its files' : ' (its files are kept)'}`);
     });
   admin
@@ -24,7 +24,7 @@ export function adminCommand(cli: Command): void {
     .description('list users and their project counts')
     .option('--json', JSON_HELP)
     .action(async (options: JsonOption, command: Command) => {
-      const answer = await adminClient(command).users();
+      const answer = await (await adminClient(command)).users();
       print(options, answer, () => answer.users.map((u) => `${u.username}  ${u.projects} projects`));
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ApiClient, type Json } from '../api-client.js';
+import type { ApiClient, Json } from '../api-client.js';
 import { out } from '../output.js';
 import { UsageError } from '../usage-error.js';
 
@@ -15,16 +15,21 @@ export interface JsonOption {
 
 export const JSON_HELP = "print the server's response";
 
-/** A client of the server the command names, with its token or the variable's. */
-export function client(command: Command, tokenVariable: 'SITEDROP_TOKEN' | 'SITEDROP_ADMIN_TOKEN'): ApiClient {
+/**
+ * A client of the server the command names, with its token or the variable's. The HTTP
+ * client (and Node's http, https and zlib with it) loads here, when a command runs, not
+ * for `--help` or a usage error.
+ */
+export async function client(command: Command, tokenVariable: 'SITEDROP_TOKEN' | 'SITEDROP_ADMIN_TOKEN'): Promise<ApiClient> {
   const { server, token } = command.optsWithGlobals<Globals>();
   const chosen = token ?? process.env[tokenVariable];
   if (!chosen) throw new UsageError(`no token: pass --token or set ${tokenVariable}`);
+  const { ApiClient } = await import('../api-client.js');
   return new ApiClient(server, chosen);
 }
 
-export const userClient = (command: Command): ApiClient => client(command, 'SITEDROP_TOKEN');
-export const adminClient = (command: Command): ApiClient => client(command, 'SITEDROP_ADMIN_TOKEN');
+export const userClient = (command: Command): Promise<ApiClient> => client(command, 'SITEDROP_TOKEN');
+export const adminClient = (command: Command): Promise<ApiClient> => client(command, 'SITEDROP_ADMIN_TOKEN');
 
 /** The one output of every command that answers: the server's JSON with `--json`, else `lines`. */
 export function print(options: JsonOption, answer: Json, lines: () => string[]): void {

@@ -7,7 +7,7 @@ export function deleteProjectCommand(cli: Command): void {
     .command('delete-project <project>')
     .description('remove a project: its live site and all its releases')
     .action(async (project: string, _options: unknown, command: Command) => {
-      await userClient(command).deleteProject(project);
+      await (await userClient(command)).deleteProject(project);
       out(`deleted ${project}`);
     });
 }

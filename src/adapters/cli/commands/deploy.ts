@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { deploy, type DeployOptions } from '../deploy-command.js';
+import type { DeployOptions } from '../deploy-command.js';
 import { userClient } from './command-kit.js';
 
 export function deployCommand(cli: Command): void {
@@ -11,5 +11,10 @@ export function deployCommand(cli: Command): void {
     .option('--full', 'send the whole folder as one archive, even to a server that could take only what changed')
     .addHelpText('after', '\nA folder\'s manifest goes relative to the last release deployed from this machine, kept in SITEDROP_CACHE_DIR\n(default $XDG_CACHE_HOME/sitedrop or ~/.cache/sitedrop); keep that directory between CI runs to send less.')
     .option('--json', "print the server's response, with what was sent and skipped")
-    .action((path: string, options: DeployOptions, command: Command) => deploy(userClient(command), path, options));
+    .action(async (path: string, options: DeployOptions, command: Command) => {
+      // The deploy path (hashing, node-tar, the progress bars) loads only when a deploy runs.
+      const api = await userClient(command);
+      const { deploy } = await import('../deploy-command.js');
+      await deploy(api, path, options);
+    });
 }

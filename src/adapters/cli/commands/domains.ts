@@ -14,7 +14,7 @@ export function domainsCommand(cli: Command): void {
     .description('claim a domain for a project and print the TXT record that proves it')
     .option('--json', JSON_HELP)
     .action(async (project: string, domain: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).addDomain(project, domain);
+      const answer = await (await userClient(command)).addDomain(project, domain);
       print(options, answer, () => [record(answer.verification)]);
       // Beside the record, not in it: stdout stays the record alone, for a script.
       if (!options.json) err(answer.verified ? `${answer.domain} is verified` : `publish this record, then: sitedrop domains verify ${project} ${answer.domain}`);
@@ -24,7 +24,7 @@ export function domainsCommand(cli: Command): void {
     .description("list a project's domains")
     .option('--json', JSON_HELP)
     .action(async (project: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).domains(project);
+      const answer = await (await userClient(command)).domains(project);
       print(options, answer, () => answer.domains.map((d) => `${d.domain}  ${d.verified ? `verified ${String(d.verifiedAt)}` : `unverified  ${record(d.verification)}`}`));
     });
   domains
@@ -32,14 +32,14 @@ export function domainsCommand(cli: Command): void {
     .description('look up the TXT record and, when it holds the value, serve the site at the domain')
     .option('--json', JSON_HELP)
     .action(async (project: string, domain: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).verifyDomain(project, domain);
+      const answer = await (await userClient(command)).verifyDomain(project, domain);
       print(options, answer, () => [`verified ${answer.domain}`]);
     });
   domains
     .command('remove <project> <domain>')
     .description('stop serving the site at a domain and give up the claim')
     .action(async (project: string, domain: string, _options: unknown, command: Command) => {
-      await userClient(command).removeDomain(project, domain);
+      await (await userClient(command)).removeDomain(project, domain);
       out(`removed ${domain}`);
     });
 }

@@ -26,7 +26,7 @@ export function keysCommand(cli: Command): void {
     .option('--expires-in-days <days>', 'days until the key stops working (default: never)')
     .option('--json', JSON_HELP)
     .action(async (project: string, options: CreateOptions, command: Command) => {
-      const answer = await userClient(command).createKey(project, { name: options.name, scope: options.scope, ...expiry(options) });
+      const answer = await (await userClient(command)).createKey(project, { name: options.name, scope: options.scope, ...expiry(options) });
       print(options, answer, () => [answer.token]);
       // Beside the token, not in it: stdout stays the token alone, for a pipe into a CI secret.
       if (!options.json) err(`key ${answer.id} can deploy ${project} (${options.scope}); its token is shown this once`);
@@ -36,7 +36,7 @@ export function keysCommand(cli: Command): void {
     .description("list a project's deploy keys (never their tokens)")
     .option('--json', JSON_HELP)
     .action(async (project: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).keys(project);
+      const answer = await (await userClient(command)).keys(project);
       print(options, answer, () =>
         answer.keys.map((k) => `${k.id}  ${k.scope.padEnd(7)}  expires ${k.expiresAt ?? 'never'}  last used ${k.lastUsedAt ?? 'never'}  ${k.name}`),
       );
@@ -45,7 +45,7 @@ export function keysCommand(cli: Command): void {
     .command('revoke <project> <id>')
     .description('revoke a deploy key at once')
     .action(async (project: string, id: string, _options: unknown, command: Command) => {
-      await userClient(command).revokeKey(project, id);
+      await (await userClient(command)).revokeKey(project, id);
       out(`revoked ${id}`);
     });
 }

@@ -9,7 +9,7 @@ export function previewsCommands(cli: Command): void {
     .description("list a project's previews")
     .option('--json', JSON_HELP)
     .action(async (project: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).previews(project);
+      const answer = await (await userClient(command)).previews(project);
       print(options, answer, () => answer.previews.map((p) => `${p.name}  ${p.release}  expires ${p.expiresAt}  ${p.url}`));
     });
 
@@ -18,7 +18,7 @@ export function previewsCommands(cli: Command): void {
     .description("make a preview's release live")
     .option('--json', JSON_HELP)
     .action(async (project: string, preview: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).promote(project, preview);
+      const answer = await (await userClient(command)).promote(project, preview);
       print(options, answer, () => [liveLine(project, answer)]);
     });
 
@@ -26,7 +26,7 @@ export function previewsCommands(cli: Command): void {
     .command('delete-preview <project> <preview>')
     .description('remove a preview; its release is then pruned like any other')
     .action(async (project: string, preview: string, _options: unknown, command: Command) => {
-      await userClient(command).deletePreview(project, preview);
+      await (await userClient(command)).deletePreview(project, preview);
       out(`deleted preview ${preview} of ${project}`);
     });
 }

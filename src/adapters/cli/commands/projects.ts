@@ -7,7 +7,7 @@ export function projectsCommand(cli: Command): void {
     .description('list your projects')
     .option('--json', JSON_HELP)
     .action(async (options: JsonOption, command: Command) => {
-      const answer = await userClient(command).projects();
+      const answer = await (await userClient(command)).projects();
       print(options, answer, () => answer.projects.map((p) => `${p.name}  live ${p.live ?? '-'}  ${p.releases} releases  ${p.url}`));
     });
 }

@@ -8,7 +8,7 @@ export function releasesCommand(cli: Command): void {
     .description("list a project's releases, newest first")
     .option('--json', JSON_HELP)
     .action(async (project: string, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).releases(project);
+      const answer = await (await userClient(command)).releases(project);
       print(options, answer, () =>
         answer.releases.map(
           (r) =>

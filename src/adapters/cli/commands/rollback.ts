@@ -7,7 +7,7 @@ export function rollbackCommand(cli: Command): void {
     .description('make an older release live (default: the one before the live one)')
     .option('--json', JSON_HELP)
     .action(async (project: string, release: string | undefined, options: JsonOption, command: Command) => {
-      const answer = await userClient(command).rollback(project, release);
+      const answer = await (await userClient(command)).rollback(project, release);
       print(options, answer, () => [liveLine(project, answer)]);
     });
 }
