@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { Header } from 'tar';
+import { Header } from 'tar/header';
 import { fileChunks, readFileSyncInto, SMALL_FILE_BYTES } from './file-chunks.js';
 
 /** An object the server lacks: its digest, its size, and one path in the folder holding those bytes. */
