@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { syncFilesystem } from '../../src/adapters/fs/layout/durability.js';
 import { objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { ReleaseManifestWalk } from '../../src/adapters/fs/write/release-manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import { ObjectCollection } from '../../src/adapters/fs/write/store-objects.js';
 import { treeBytes } from '../../src/adapters/fs/layout/tree-bytes.js';
 import { ReleaseSiblings } from '../../src/adapters/precompress/release-siblings.js';
@@ -50,7 +51,7 @@ function manifestOf(dir: string) {
   const walk = new ReleaseManifestWalk(dir, store);
   while (!walk.step(1000));
   const manifest = walk.result();
-  return manifest === 'gone' ? undefined : manifest.map((f) => f.path).sort();
+  return manifest === 'gone' ? undefined : PackedManifest.from(manifest).manifestFiles().map((f) => f.path).sort();
 }
 
 const filesBelow = (dir: string): string[] =>

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { asideOf, isLegacyName, legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { ReleaseManifestWalk } from '../../src/adapters/fs/write/release-manifest.js';
-import type { ManifestFile } from '../../src/domain/manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import { ObjectNameMigration } from '../../src/adapters/fs/write/store-migration.js';
 import { ObjectAdoption, ObjectCollection } from '../../src/adapters/fs/write/store-objects.js';
 import { sha256Bytes } from '../support/sha256.js';
@@ -105,7 +105,7 @@ function runToEnd(work: { step(budget: number): boolean }, budget: number): numb
 function walkedManifest(name: string): Record<string, string> {
   const walk = new ReleaseManifestWalk(release(name), store);
   runToEnd(walk, 5);
-  return Object.fromEntries((walk.result() as ManifestFile[]).map((f) => [f.path, f.digest]));
+  return Object.fromEntries(PackedManifest.from(walk.result() as Uint8Array).manifestFiles().map((f) => [f.path, f.digest]));
 }
 
 const truth = (v: number): Record<string, string> => Object.fromEntries(Object.entries(sites()[v]!).map(([path, bytes]) => [path, hex(bytes)]));

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ReleaseStore } from '../../../application/ports/release-store.js';
 import type { StagedRelease } from '../../../application/ports/staging.js';
-import { manifestOf, type ManifestFile } from '../../../domain/manifest.js';
+import type { ManifestFile } from '../../../domain/manifest.js';
 import { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { ProjectName } from '../../../domain/project-name.js';
 import { ReleaseId } from '../../../domain/release-id.js';
@@ -117,10 +117,8 @@ export class NodeReleaseStore implements ReleaseStore {
     await this.adoptions.settled(user);
     // Derived from the store's names, not kept beside the release: no byte more on disk
     // per release (docs/content-store.md).
-    const files = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
-    if (files === undefined) return undefined;
-    const packed = PackedManifest.pack(manifestOf(files));
-    this.manifests.remember(dir, identity, packed);
+    const packed = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
+    if (packed) this.manifests.remember(dir, identity, packed);
     return packed;
   }
 

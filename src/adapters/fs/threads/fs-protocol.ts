@@ -1,6 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ArchiveLimits } from '../../../domain/archive-policy.js';
-import type { ManifestFile } from '../../../domain/manifest.js';
 
 /**
  * The messages between the three threads of the unpack path. The main thread
@@ -130,7 +129,8 @@ export interface WriterTaskResults {
   adopt: undefined;
   'adopt-release': undefined;
   probe: Probed;
-  manifest: ManifestFile[] | 'gone';
+  /** PackedManifest.packed */
+  manifest: Uint8Array | 'gone';
   inodes: Float64Array | 'gone';
   share: string[];
 }

@@ -1,5 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { ManifestFile } from '../../../domain/manifest.js';
+import { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { Probed, WriterTaskAnswer, WriterTaskKind, WriterTaskRequest, WriterTaskResults } from './fs-protocol.js';
 import type { FsThreads, WriterListener } from './fs-threads.js';
 
@@ -70,9 +70,9 @@ export class WriterTasks implements WriterListener {
   }
 
   /** The manifest of the release at `release`, whose files link into `store`; undefined if there is no such release. */
-  async releaseManifest(release: string, store: string): Promise<ManifestFile[] | undefined> {
+  async releaseManifest(release: string, store: string): Promise<PackedManifest | undefined> {
     const listed = await this.run({ type: 'manifest', path: release, store });
-    return listed === 'gone' ? undefined : listed;
+    return listed === 'gone' ? undefined : PackedManifest.from(listed);
   }
 
   private run<K extends WriterTaskKind>(request: Request<K>, transfer?: ArrayBuffer[]): Promise<WriterTaskResults[K]> {

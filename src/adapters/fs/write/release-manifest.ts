@@ -1,7 +1,8 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
-import { EMPTY_DIGEST, type ManifestFile } from '../../../domain/manifest.js';
+import { EMPTY_DIGEST, manifestOf, type ManifestFile } from '../../../domain/manifest.js';
+import { PackedManifest } from '../../../domain/packed-manifest.js';
 import { isGeneratedSibling, SITEDROP_DIR } from '../store/generated-siblings.js';
 import { digestOfEntry, isAsideShard, isShard } from '../store/object-names.js';
 import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
@@ -55,8 +56,12 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
   private hashing = 0;
   /** The file being hashed, read a piece per call. */
   private reading: { readonly found: Found; readonly fd: number; readonly sha256: Hash } | undefined;
-  /** The manifest, or undefined when there is no such release; set once `step` returns true. */
-  private manifest: ManifestFile[] | undefined;
+  /**
+   * The manifest packed, or undefined when there is no such release; set once `step`
+   * returns true. Packed here: one buffer for the main thread, not 40,000 objects cloned
+   * into its heap (docs/performance.md, where docs' memory goes).
+   */
+  private manifest: Uint8Array | undefined;
 
   constructor(
     private readonly release: string,
@@ -81,7 +86,7 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
     return this.phase === 'done';
   }
 
-  result(): ManifestFile[] | 'gone' {
+  result(): Uint8Array | 'gone' {
     return this.manifest ?? 'gone';
   }
 
@@ -156,7 +161,7 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
       // even if something else now has its name.
       const now = this.releaseIdentity();
       if (now.ino !== this.identity!.ino || now.dev !== this.identity!.dev) throw new ReleaseGone();
-      this.manifest = this.files.map(({ path, size, digest }) => ({ path, size, digest: digest! }) as ManifestFile);
+      this.manifest = PackedManifest.pack(manifestOf(this.files.map(({ path, size, digest }) => ({ path, size, digest: digest! }) as ManifestFile))).packed;
       this.phase = 'done';
       return 0;
     }
