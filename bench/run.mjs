@@ -32,6 +32,8 @@ const { values: opts } = parseArgs({
     main: { type: 'string' },
     // `off` leaves out the first deploys (an empty store each), for a shorter run about repeats.
     first: { type: 'string', default: 'on' },
+    // A file to keep the service's log in: each staging's phases, the background work beside them.
+    log: { type: 'string' },
   },
 });
 if (opts.tiny) Object.assign(opts, { pairs: '1', shapes: 'tiny', concurrent: '2', 'upload-mib': '1', polled: '1' });
@@ -76,7 +78,7 @@ async function startBenchService(dataDir) {
     if (!phases.has(entry.project)) phases.set(entry.project, []);
     phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
-  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}) })), phases };
+  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases };
 }
 
 let firstCounter = 0;
