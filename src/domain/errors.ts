@@ -190,6 +190,17 @@ export class BaseReleaseChanged extends DomainError {
   }
 }
 
+/**
+ * A session's manifest is replaced only before anything is uploaded to it: uploads are
+ * checked against the manifest they came for, and a session holds at most its
+ * manifest's bytes of them (a new manifest for each batch would be a way round that).
+ */
+export class SessionUploadedAlready extends DomainError {
+  constructor() {
+    super('the session has uploads already');
+  }
+}
+
 /** A site's rule file has a line sitedrop cannot honour; nothing was published. */
 export class SiteRulesRejected extends DomainError {
   readonly code = 'site_rules_rejected';

@@ -112,25 +112,36 @@ describe('a release prepared from its base, then changed to the site sent (real 
     await d.staging.discard(staged);
   });
 
-  it('revises twice, each time from the release the area holds; forgetting the session throws the area away', async () => {
+  it('a kept path whose content is to be uploaded again (a key whose project no longer holds it) is made at the publish, once', async () => {
     d.staging.prepare(alice, SESSION, manifestOf(BASE), []);
-    const middle = { ...BASE, 'a/change.html': 'keep', 'z/extra.html': 'x' };
-    d.staging.revise(alice, SESSION, manifestOf(middle), []);
     const next = manifestOf(NEXT);
-    d.staging.revise(alice, SESSION, next, UPLOADED.map(sha256));
-    await upload(SESSION, next);
+    // 'keep' is asked for too: the second part links every path of it, kept ones included.
+    d.staging.revise(alice, SESSION, next, [...UPLOADED, 'keep'].map(sha256));
+    await d.objects.receive(alice, SESSION, once(tgz([...UPLOADED, 'keep'].map((c) => file(sha256(c), c)))), next, never);
     const area = join(d.deploysRoot, '.staging', (await areas())[0]!);
     const staged = await d.staging.assemble(alice, SESSION, next);
     expect(staged.handle).toBe(area);
-    expect(Object.keys(await snapshot(area)).sort()).toEqual(
-      [...new Set(Object.keys(NEXT).flatMap((path) => path.split('/').map((_, i, parts) => parts.slice(0, i + 1).join('/'))))].sort(),
-    );
+    for (const [path, content] of Object.entries(NEXT)) expect(await readFile(join(area, path), 'utf8'), path).toBe(content);
     await d.staging.discard(staged);
+  });
 
-    d.staging.prepare(alice, WHOLE, manifestOf(BASE), []);
-    d.staging.revise(alice, WHOLE, next, UPLOADED.map(sha256));
-    await d.staging.forgetPrepared(WHOLE);
+  it('a second revision throws the area away (each is a pass over the site); the publish builds the release whole', async () => {
+    d.staging.prepare(alice, SESSION, manifestOf(BASE), []);
+    d.staging.revise(alice, SESSION, manifestOf({ ...BASE, 'a/change.html': 'keep', 'z/extra.html': 'x' }), []);
+    const next = manifestOf(NEXT);
+    d.staging.revise(alice, SESSION, next, UPLOADED.map(sha256));
+    expect(d.staging.preparedSessions()).toEqual([]);
+    await upload(SESSION, next);
+    const staged = await d.staging.assemble(alice, SESSION, next);
+    for (const [path, content] of Object.entries(NEXT)) expect(await readFile(join(staged.handle, path), 'utf8'), path).toBe(content);
+    await d.staging.discard(staged);
     await d.settle();
+    expect(await areas()).toEqual([]);
+  });
+
+  it('a session with nothing prepared, or handed to its publish, gets nothing built by a revision', async () => {
+    d.staging.revise(alice, SESSION, manifestOf(NEXT), UPLOADED.map(sha256));
+    expect(d.staging.preparedSessions()).toEqual([]);
     expect(await areas()).toEqual([]);
   });
 });

@@ -268,7 +268,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     await writeFile(join(root, 'index.html'), 'never published');
     const cli = startNode([CLI, 'deploy', root, '--project', 'stopped'], { env: env() });
     proxy.hook = (req) => {
-      if (req.method !== 'PUT') return 'forward';
+      if (!(req.method === 'PUT' && req.url?.endsWith('/objects'))) return 'forward';
       // A slow network: the upload hangs, and the person at the terminal gives up.
       cli.child.kill('SIGINT');
       return 'answered';
@@ -281,6 +281,26 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(since(mark).filter((e) => e.method === 'DELETE').map((e) => `${e.path.replace(id ?? '-', '<id>')} ${e.status}`)).toEqual(['/api/v1/deploys/<id> 204']);
     expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).status).toBe(404);
     expect(await live('stopped')).toEqual(before);
+  });
+
+  it('on Ctrl-C while the folder is read, deletes the session it opened on the base, and exits 130', async () => {
+    const many = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p/${i % 40}/${i}.html`, `page ${i}`]));
+    const root = await site('walked', { ...files, ...many });
+    await deployed([root, '--project', 'walked']);
+    await writeFile(join(root, 'index.html'), 'never published');
+    const cli = startNode([CLI, 'deploy', root, '--project', 'walked'], { env: env() });
+    proxy.hook = (req) => {
+      // The open on the base: the CLI is walking its folder now.
+      if (req.method === 'POST' && req.url === '/api/v1/deploys') cli.child.kill('SIGINT');
+      return 'forward';
+    };
+    const mark = proxy.seen.length;
+    const before = await live('walked');
+    const r = await cli.done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/(^|\n)sitedrop: interrupted; nothing was published\n$/);
+    expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual(['POST /api/v1/deploys 201', 'DELETE /api/v1/deploys/<id> 204']);
+    expect(await live('walked')).toEqual(before);
   });
 
   describe('a redeploy sends only the changes since the release this machine last published (SITEDROP_CACHE_DIR)', () => {
@@ -419,6 +439,27 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(await live('no-revise')).toEqual(await contents(root));
       // Thrown away before the session's DELETE is answered.
       expect(await leftInStaging()).toEqual([]);
+    });
+
+    it('a whole manifest refused (400) as a session\'s is not taken for a refused base: it goes again as an open, nothing said of a base', async () => {
+      const root = await site('all-new', files);
+      await deployed([root, '--project', 'all-new']);
+      // Every file changed: the difference is no shorter than the site, so the whole manifest goes.
+      for (const [path, bytes] of Object.entries(files)) await writeFile(join(root, path), Buffer.concat([Buffer.from(bytes), Buffer.from('!')]));
+      proxy.hook = (req, res) => {
+        if (!(req.method === 'PUT' && req.url?.endsWith('/manifest'))) return 'forward';
+        res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'error', error: 'invalid manifest: made up by the test' }));
+        return 'answered';
+      };
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'all-new', '--json']);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ mode: 'incremental', sentFiles: 8 });
+      // No base was sent, so none was refused: nothing said of one, and the cache of it kept.
+      expect(r.stderr).not.toContain('refused the changes');
+      expect(sequence(mark).slice(0, 4)).toEqual(['POST /api/v1/deploys 201', 'PUT /api/v1/deploys/<id>/manifest undefined', 'DELETE /api/v1/deploys/<id> 204', 'POST /api/v1/deploys 201']);
+      expect(bodyOf(manifestRequests(mark)[1]!).base).toBeUndefined();
+      expect(await live('all-new')).toEqual(await contents(root));
     });
 
     it('deletes the session it opened on the base when the folder turns out to be refused (a link in it), and exits 2', async () => {

@@ -60,17 +60,20 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect(await sessions.close(id)).toBe(false);
     }));
 
-    it('replaces an open session\'s manifest and expiry, and only its own; a closed one is not reopened', withSessions(async (sessions) => {
+    it('replaces an open session\'s manifest and expiry, and only its own; an expired or closed one is not', withSessions(async (sessions) => {
       const id = (await sessions.open(session(), 8, at(1)))!;
       const other = (await sessions.open(session(), 8, at(1)))!;
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, changed, at(30))).toBe(true);
+      expect(await sessions.replaceManifest(id, changed, at(30), at(2))).toBe(true);
       const found = (await sessions.find(id))!;
       expect(found.manifest.manifest()).toEqual(changed.manifest());
       expect(found.expiresAt).toEqual(at(30));
       expect((await sessions.find(other))!.manifest.manifest()).toEqual(session().manifest.manifest());
+      // Expired (not yet swept): not given a manifest, nor kept alive.
+      expect(await sessions.replaceManifest(other, changed, at(90), at(61))).toBe(false);
+      expect((await sessions.find(other))!.expiresAt).toEqual(at(60));
       await sessions.close(id);
-      expect(await sessions.replaceManifest(id, changed, at(40))).toBe(false);
+      expect(await sessions.replaceManifest(id, changed, at(40), at(2))).toBe(false);
       expect(await sessions.find(id)).toBeUndefined();
     }));
 

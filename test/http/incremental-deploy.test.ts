@@ -758,6 +758,17 @@ describe('a session opened on its base, then given the site (PUT /api/v1/deploys
     expect(await finish(id, [], base.site)).toMatch(/^\d{8}T\d{6}$/);
   });
 
+  it('a session with uploads is given no other manifest: 409, the session as it was (a session holds one manifest\'s bytes of uploads)', async () => {
+    const v4: Site = { ...base.site, 'big.bin': Buffer.alloc(300_000, 4) };
+    const opened = await call('POST', '/api/v1/deploys', { project: 'docs', files: manifest(v4) });
+    const id = opened.body.id as string;
+    expect((await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: objects(v4, opened.body.missing as string[]) })).status).toBe(200);
+    const v5: Site = { ...base.site, 'big.bin': Buffer.alloc(300_000, 5) };
+    const reply = await unchangedBy(() => revise(id, { files: manifest(v5) }));
+    expect(reply).toMatchObject({ status: 409, body: { error: 'the session has uploads already: open another to send another manifest' } });
+    expect(await finish(id, [], v4)).toMatch(/^\d{8}T\d{6}$/);
+  });
+
   it('a base pruned between the open and the difference: one 409, the session as it was; the whole manifest then deploys', async () => {
     const pruned = base;
     const opened = await openOnBase(pruned);

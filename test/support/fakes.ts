@@ -439,10 +439,11 @@ export class InMemoryDeploySessions implements DeploySessions {
     return closing.map((s) => s.id);
   }
 
-  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date, now: Date): Promise<boolean> {
     const session = this.sessions.get(id);
-    if (session) this.sessions.set(id, { ...session, manifest, expiresAt });
-    return session !== undefined;
+    if (session === undefined || session.expiresAt <= now) return false;
+    this.sessions.set(id, { ...session, manifest, expiresAt });
+    return true;
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

@@ -61,7 +61,7 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
  * (docs/content-store.md). Waits only until the request has left: the walk that follows
  * is synchronous. Any failure is the later open's to meet, so it is only remembered.
  */
-async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedManifest): Promise<{ session: Promise<EarlySession> }> {
+async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedManifest): Promise<Early> {
   let sent!: () => void;
   const left = new Promise<void>((resolve) => (sent = resolve));
   // A 409 says the base is gone: kept, so the whole manifest goes at once. Anything else, the later open meets again.
@@ -71,8 +71,40 @@ async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedMa
   return { session };
 }
 
+/**
+ * The folder read, and hashed unless the deploy sends it whole, with the session opened
+ * on `base` meanwhile (openEarly). A failure or a Ctrl-C before the deploy goes on deletes
+ * that session first; the walk is synchronous, so a Ctrl-C is heard when it ends.
+ */
+async function readFolder(api: ApiClient, target: DeployTarget, path: string, base: PublishedManifest | undefined, hashing: boolean): Promise<{ early?: Early; folder: SiteFolder; checked?: CheckedFolder }> {
+  let interrupted = false;
+  const interrupt = (): void => void (interrupted = true);
+  const heard = (): void => {
+    if (interrupted) throw new Interrupted('interrupted');
+  };
+  // Before the early open: a Ctrl-C from then on must not leave its session behind.
+  if (base) process.once('SIGINT', interrupt);
+  let early: Early | undefined;
+  try {
+    early = base && (await openEarly(api, target, base));
+    const folder = await readSiteFolder(path);
+    heard();
+    for (const warning of folder.warnings) err(`warning: ${warning}`);
+    const checked = hashing ? await hashed(folder, base) : undefined;
+    heard();
+    return { early, folder, checked };
+  } catch (error) {
+    await cancelEarly(api, early);
+    throw error;
+  } finally {
+    process.removeListener('SIGINT', interrupt);
+  }
+}
+
+type Early = { session: Promise<EarlySession> };
+
 /** The early session, if there is one, deleted: the deploy failed before it could use it. */
-async function cancelEarly(api: ApiClient, early: { session: Promise<EarlySession> } | undefined): Promise<void> {
+async function cancelEarly(api: ApiClient, early: Early | undefined): Promise<void> {
   const session = await early?.session;
   if (session && !(session instanceof ServerError)) await api.deleteDeploy(session.id).catch(() => undefined);
 }
@@ -93,19 +125,10 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
   }
   const cache = new ManifestCache(cacheDirectory(), err, api.account);
   const base = options.full ? undefined : await cache.read(api.server, target);
-  const early = base && (await openEarly(api, target, base));
-  const folder = await readSiteFolder(path).catch(async (error: unknown) => {
-    await cancelEarly(api, early);
-    throw error;
-  });
-  for (const warning of folder.warnings) err(`warning: ${warning}`);
+  const { early, folder, checked } = await readFolder(api, target, path, base, !options.full);
   let totalBytes: number | undefined;
   let published: CheckedFolder | undefined;
-  if (!options.full) {
-    const checked = await hashed(folder, base).catch(async (error: unknown) => {
-      await cancelEarly(api, early);
-      throw error;
-    });
+  if (checked) {
     const { files, stamps } = checked;
     const baseRefused = () => cache.forget(api.server, target);
     let caching: PendingManifest | undefined;

@@ -161,7 +161,8 @@ async function reviseEarly(api: ApiClient, early: EarlySession, body: ManifestBo
       await api.deleteDeploy(early.id).catch(() => undefined);
       throw error;
     }
-    if (error.status === 400 || error.status === 409) outcome = refused(conversation, error);
+    // A 400 is the base's only for a relative manifest: a whole one refused is the open's to meet again.
+    if (error.status === 409 || (error.status === 400 && body.base !== undefined)) outcome = refused(conversation, error);
   }
   // Best effort: an unanswered session expires anyway.
   await api.deleteDeploy(early.id).catch(() => undefined);

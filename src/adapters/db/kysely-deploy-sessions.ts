@@ -82,11 +82,13 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date, now: Date): Promise<boolean> {
+    // Not an expired one the sweep has not reached yet: its uploads may be going already.
     const result = await this.db
       .updateTable('deploy_sessions')
       .set({ manifest: sql<Uint8Array>`${manifest.packed}`, expires_at: expiresAt.toISOString() })
       .where('id', '=', id)
+      .where('expires_at', '>', now.toISOString())
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }

@@ -1,6 +1,7 @@
 import {
   ArchiveRejected,
   BaseReleaseChanged,
+  SessionUploadedAlready,
   DeployAborted,
   DeployKeyNotFound,
   DeploySessionNotFound,
@@ -97,6 +98,7 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof DeploySessionNotFound) return respond(404, 'deploy session not found');
     // 409: the server's releases, not the request's form, are in the way; the whole manifest always works.
     if (error instanceof BaseReleaseChanged) return respond(409, 'base release not found or changed: send the whole manifest');
+    if (error instanceof SessionUploadedAlready) return respond(409, 'the session has uploads already: open another to send another manifest');
     // 409 as a conflict with the store's state: uploading these objects resolves it.
     if (error instanceof ObjectsMissing) {
       const answer = respond(409, 'objects missing');

@@ -43,8 +43,8 @@ export interface DeploySessions {
    * not the user's own; returns their ids.
    */
   closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
-  /** Gives it the manifest its difference from the base made, and moves its expiry; false if it was not open. */
-  replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date): Promise<boolean>;
+  /** Gives it the manifest its difference from the base made, and moves its expiry; false if it was not open and unexpired at `now`. */
+  replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date, now: Date): Promise<boolean>;
   /** Moves its expiry: every use of a session keeps it alive. */
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ends it; false if it was not open. */

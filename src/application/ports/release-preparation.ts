@@ -19,8 +19,9 @@ export interface ReleasePreparation {
   prepare(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void;
   /**
    * The session's manifest has changed (its difference from the base came): what prepare
-   * built for the old one is changed into the same for `manifest`, or, if nothing was
-   * prepared here, prepare starts now. A hint as prepare is: never throws.
+   * built for the old one is changed into the same for `manifest`. Nothing prepared here,
+   * or changed once already, and the publish builds the release whole. A hint as prepare
+   * is: never throws.
    */
   revise(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void;
   /** The sessions with a release prepared here and not yet assembled or forgotten. */

@@ -43,6 +43,8 @@ interface Prepared {
   readonly stop: AbortController;
   /** Counts the area out of PREPARED_AT_ONCE: once handed to a publish, or thrown away. */
   readonly done: () => void;
+  /** Changed once for a new manifest already (revise): a second change throws it away. */
+  readonly revised?: boolean;
 }
 
 /** Whether a prepared first part linked any of the objects `these` flags (it linked all it neither deferred nor missed). */
@@ -155,14 +157,18 @@ export class NodeStaging implements Staging, ReleasePreparation {
 
   revise(user: Username, session: string, manifest: PackedManifest, missing: readonly Digest[]): void {
     const prepared = this.prepared.get(session);
-    if (prepared?.user !== user) return this.prepare(user, session, manifest, missing);
+    // Nothing prepared (or handed to a publish already): nothing to change, nor to start,
+    // for a session that may be publishing. Changed once already: each change is a pass
+    // over the site, so a client revising again and again would queue them unbounded.
+    if (prepared?.user !== user) return;
+    if (prepared.revised) return void this.forgetPrepared(session).catch(() => undefined);
     const deferred = new Uint8Array(manifest.objectCount);
     flag(deferred, manifest, missing);
     const ahead = prepared.ahead.then((before) => this.amendAhead(user, before, prepared.manifest, manifest, deferred, prepared.stop.signal));
     ahead.catch((error: unknown) => {
       if (!(error instanceof DeployAborted)) this.logger.warn('changing a prepared release failed: its publish builds it whole', { user, session, error: (error as Error).message });
     });
-    this.prepared.set(session, { ...prepared, manifest, ahead });
+    this.prepared.set(session, { ...prepared, manifest, ahead, revised: true });
   }
 
   preparedSessions(): string[] {

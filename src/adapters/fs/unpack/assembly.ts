@@ -37,7 +37,7 @@ export class Assembly extends WriterJob {
     super(channels, id, root, objects, chmod, { name: 'entries' });
     this.files = manifest.files();
     this.left = manifest.fileCount;
-    this.changes = part?.kind === 'amend' ? releaseChanges(PackedManifest.from(part.from), manifest) : undefined;
+    this.changes = part?.kind === 'amend' ? releaseChanges(PackedManifest.from(part.from), manifest, part.deferred) : undefined;
     this.dirs = new ImpliedDirectories(this.changes?.dirs);
     this.resume();
   }

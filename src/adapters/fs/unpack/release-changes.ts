@@ -2,7 +2,10 @@ import type { PackedManifest } from '../../../domain/packed-manifest.js';
 
 /** What turns a staging area holding the release `from` into one of `to` (AssemblyPart 'amend'). */
 export interface ReleaseChanges {
-  /** Paths of `to` whose file the area has already: the same path at the same digest in `from`. */
+  /**
+   * Paths of `to` whose file the area has already: the same path at the same digest in
+   * `from`, and an object not `deferred` (one that is, the second part links at every path).
+   */
   readonly kept: ReadonlySet<string>;
   /** In order: every file of `from` not kept, unlinked; then its directories `to` does not imply, deepest first. */
   readonly undo: readonly { readonly op: 'unlink' | 'rmdir'; readonly path: string }[];
@@ -31,11 +34,14 @@ const depth = (path: string): number => path.split('/').length;
  * unlinked and made again, so that no file of the area is ever written into (its inode
  * is the store's object, which other releases share).
  */
-export function releaseChanges(from: PackedManifest, to: PackedManifest): ReleaseChanges {
+export function releaseChanges(from: PackedManifest, to: PackedManifest, deferred: Uint8Array): ReleaseChanges {
   const before = new Map<string, string>();
   for (const file of from.files()) before.set(file.path, key(file.digest));
   const kept = new Set<string>();
-  for (const file of to.files()) if (before.get(file.path) === key(file.digest)) kept.add(file.path);
+  for (const file of to.files()) {
+    const waits = file.object !== undefined && deferred[file.object] === 1;
+    if (!waits && before.get(file.path) === key(file.digest)) kept.add(file.path);
+  }
   const undo: { op: 'unlink' | 'rmdir'; path: string }[] = [];
   for (const path of before.keys()) if (!kept.has(path)) undo.push({ op: 'unlink', path });
   const fromDirs = impliedDirectories(from);
