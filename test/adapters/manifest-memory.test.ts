@@ -80,13 +80,13 @@ describe('the release store and staging share what was assembled (real directori
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
       await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
       await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
-      expect(byPath(await d.store.releaseManifest(alice, docs, R1))).toEqual(byPath(wanted));
+      expect(byPath((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
       expect(walks).not.toHaveBeenCalled();
 
       await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()), alice, docs, R2);
       const fromArchive = [{ path: 'a.html', size: 1, digest: digestOf('a') }];
-      expect(await d.store.releaseManifest(alice, docs, R2)).toEqual(fromArchive);
-      expect(await d.store.releaseManifest(alice, docs, R2)).toEqual(fromArchive);
+      expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
+      expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect(walks).toHaveBeenCalledTimes(1);
     } finally {
       await d.close();
@@ -103,7 +103,7 @@ describe('the release store and staging share what was assembled (real directori
       const project = join(d.deploysRoot, alice, docs);
       await rm(join(project, R1), { recursive: true });
       await rename(join(project, R2), join(project, R1));
-      expect(await d.store.releaseManifest(alice, docs, R1)).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
+      expect((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
     } finally {
       await d.close();
     }

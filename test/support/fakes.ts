@@ -19,7 +19,7 @@ import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
 import { sameSigner } from '../../src/domain/deploy-session.js';
-import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
@@ -305,14 +305,9 @@ export class InMemoryReleaseStore implements ReleaseStore {
     return sizeOf(this.disk.tree.get(`${user}/${project}`)?.get(id) ?? []);
   }
 
-  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<ManifestFile[] | undefined> {
-    const files = this.disk.tree.get(`${user}/${project}`)?.get(id);
-    return files?.map(({ path, content }) => ({ path, size: Buffer.byteLength(content), digest: sha256(content) }));
-  }
-
   async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
-    const files = await this.releaseManifest(user, project, id);
-    return files && PackedManifest.pack(manifestOf(files));
+    const files = this.disk.tree.get(`${user}/${project}`)?.get(id);
+    return files && PackedManifest.pack(manifestOf(files.map(({ path, content }) => ({ path, size: Buffer.byteLength(content), digest: sha256(content) }))));
   }
 
   async projects(user: Username): Promise<ProjectName[]> {

@@ -1,6 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { PackedManifest } from '../../domain/packed-manifest.js';
-import type { ManifestFile } from '../../domain/manifest.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
@@ -27,11 +26,10 @@ export interface ReleaseStore {
   releaseBytes(user: Username, project: ProjectName, id: ReleaseId): Promise<number>;
   /**
    * The files of release `id` (path, size, SHA-256), as they are on disk, in no
-   * particular order; undefined when there is no such release. Directories are not
-   * listed: a manifest implies them.
+   * particular order, packed: what a session keeps, with no file made an object;
+   * undefined when there is no such release. Directories are not listed: a manifest
+   * implies them.
    */
-  releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined>;
-  /** The same, packed: what a session keeps, with no file made an object (a 40,000-file release, twice per deploy otherwise). */
   releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined>;
   /** The user's projects that have releases or a live link. */
   projects(user: Username): Promise<ProjectName[]>;

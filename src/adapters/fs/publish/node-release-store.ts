@@ -3,7 +3,6 @@ import { basename, join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ReleaseStore } from '../../../application/ports/release-store.js';
 import type { StagedRelease } from '../../../application/ports/staging.js';
-import type { ManifestFile } from '../../../domain/manifest.js';
 import { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { ProjectName } from '../../../domain/project-name.js';
 import { ReleaseId } from '../../../domain/release-id.js';
@@ -101,10 +100,6 @@ export class NodeReleaseStore implements ReleaseStore {
     this.measured.set(dir, { identity, bytes });
     if (this.measured.size > MEASURED_MAX) this.measured.delete(this.measured.keys().next().value!);
     return bytes;
-  }
-
-  async releaseManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<readonly ManifestFile[] | undefined> {
-    return (await this.releasePackedManifest(user, project, id))?.manifestFiles();
   }
 
   async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
