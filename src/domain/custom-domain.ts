@@ -25,9 +25,22 @@ export const DomainName = {
     if (NUMERIC_LABEL.test(labels[labels.length - 1] ?? '')) throw new InvalidDomain();
     if (name === 'localhost' || name.endsWith('.localhost')) throw new InvalidDomain();
     if (reserved.some((host) => host.toLowerCase().replace(/\.$/, '') === name)) throw new InvalidDomain();
+    if (!asUrlHost(name)) throw new InvalidDomain();
     return name as DomainName;
   },
 };
+
+/**
+ * Whether a URL's host is `name` as it is: an `xn--` label that is no punycode (`xn--a`)
+ * passes the label rule, but a browser, Caddy or nginx's resolver would refuse or rewrite it.
+ */
+function asUrlHost(name: string): boolean {
+  try {
+    return new URL(`http://${name}/`).hostname === name;
+  } catch {
+    return false;
+  }
+}
 
 /** Where the TXT record that proves control of `domain` must be published. */
 export const challengeName = (domain: DomainName): string => `_sitedrop-challenge.${domain}`;

@@ -70,6 +70,12 @@ describe('a custom domain name', () => {
     );
   });
 
+  it('accepts an xn-- label only if it is punycode, as a URL parser takes it', () => {
+    expect(DomainName.parse('xn--bcher-kva.example')).toBe('xn--bcher-kva.example');
+    expect(DomainName.parse('XN--LS8H.la.')).toBe('xn--ls8h.la');
+    for (const bad of ['xn--a.com', 'XN--A.COM.', 'docs.xn--zz.example']) expect(() => DomainName.parse(bad), bad).toThrow(InvalidDomain);
+  });
+
   it('accepts no IP address, no wildcard, nothing longer than 253 characters, never localhost', () => {
     fc.assert(
       fc.property(anyText, (text) => {
