@@ -180,24 +180,28 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
   });
 
   it('an upload cut short or damaged before the publish (a machine that lost power) is asked for again, never published', async () => {
-    const s = site('damaged', 6, () => true);
+    // A large file too, read in pieces, changed past its first.
+    const s = { ...site('damaged', 6, () => true), 'video.bin': Buffer.alloc(2_500_000, 9) };
     const opened = await open({ project: 'damaged', files: manifest(s) });
     const id = opened.body.id as string;
     const missing = opened.body.missing as string[];
     expect((await upload(id, objects(s, missing))).status).toBe(200);
-    const [short, changed] = [missing[0]!, missing[1]!];
+    const video = sha256(s['video.bin']);
+    const [short, changed] = missing.filter((digest) => digest !== video);
     const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, objectPath(digest));
-    await writeFile(uploaded(short), '');
-    const bytes = await readFile(uploaded(changed));
-    bytes[0] = bytes[0]! ^ 1;
-    await writeFile(uploaded(changed), bytes);
-    // Asked again: the short one is missing (its size says so); the changed one only its bytes tell.
+    await writeFile(uploaded(short!), '');
+    for (const [digest, at] of [[changed!, 0], [video, 2_400_000]] as const) {
+      const bytes = await readFile(uploaded(digest));
+      bytes[at] = bytes[at]! ^ 1;
+      await writeFile(uploaded(digest), bytes);
+    }
+    // Asked again: the short one is missing (its size says so); the changed ones only their bytes tell.
     expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing).toEqual([short]);
     const refused = await publish(id);
     expect(refused.status).toBe(409);
-    expect(new Set(refused.body.missing as string[])).toEqual(new Set([short, changed]));
+    expect(new Set(refused.body.missing as string[])).toEqual(new Set([short, changed, video]));
     expect(await live('inc', 'damaged')).toBeUndefined();
-    expect((await upload(id, objects(s, [short, changed]))).status).toBe(200);
+    expect((await upload(id, objects(s, [short!, changed!, video]))).status).toBe(200);
     const done = await publish(id);
     expect(done.status).toBe(200);
     expect(digestsOf(await releaseFiles(release('inc', 'damaged', done.body.release as string)))).toEqual(digestsOf(s));

@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
-import { constants, copyFileSync, linkSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, constants, copyFileSync, linkSync, openSync, readdirSync, readSync, unlinkSync } from 'node:fs';
 import { isMissing } from '../threads/fs-errors.js';
 import { first30BitsOfName, isShard, NAME_LENGTH } from '../store/object-names.js';
 
@@ -71,17 +71,26 @@ export function linkIfThere(object: string, path: string): boolean {
  * and asked for again. Only new bytes are read: what the store has is flushed already.
  */
 export function isIntact(object: string, digest: Uint8Array): boolean {
-  let bytes: Buffer;
+  let fd: number;
   try {
-    bytes = readFileSync(object);
+    fd = openSync(object, 'r');
   } catch (error) {
     if (isMissing(error)) return false;
     throw error;
   }
-  if (hash('sha256', bytes, 'buffer').equals(digest)) return true;
+  const sha256 = createHash('sha256');
+  try {
+    for (let read = readSync(fd, PIECE); read > 0; read = readSync(fd, PIECE)) sha256.update(PIECE.subarray(0, read));
+  } finally {
+    closeSync(fd);
+  }
+  if (sha256.digest().equals(digest)) return true;
   unlinkSync(object);
   return false;
 }
+
+/** isIntact reads a piece at a time into this: an uploaded video read whole would be its size again in the writer's heap. */
+const PIECE = Buffer.allocUnsafe(1024 * 1024);
 
 /**
  * Links `object` as `path`, or copies it when it has all the links the filesystem
