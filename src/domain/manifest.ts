@@ -243,7 +243,10 @@ export function parseManifestChanges(files: unknown, removed: unknown, limits: A
 /**
  * A manifest relative to `base` (the files of a release the server has) made whole. A
  * removed path the base lacks is refused: it is a client whose idea of the base is wrong.
- * The site that results is then checked whole, exactly as a full manifest is.
+ * The site that results is then checked whole, exactly as a full manifest is. The
+ * definition of the rule: the service applies changes to a packed base instead
+ * (packed-changes.ts, checking only where they touch it), and a property test holds that
+ * to this, byte for byte.
  */
 export function applyManifestChanges(base: readonly ManifestFile[], changes: ManifestChanges, limits: ArchiveLimits): Manifest {
   const site = new Map(base.map((file) => [file.path, file]));
