@@ -1,12 +1,7 @@
 import { shownName, type ArchiveLimits } from './archive-policy.js';
 import { ManifestRejected } from './errors.js';
 import type { Digest, ManifestChanges, ManifestFile } from './manifest.js';
-import { PackedManifest } from './packed-manifest.js';
-
-const HEADER_BYTES = 16;
-const DIGEST_BYTES = 32;
-const OBJECT_BYTES = DIGEST_BYTES + 8;
-const NO_OBJECT = 0xffffffff;
+import { DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES, PackedManifest } from './packed-manifest.js';
 
 /** The base's files by position: what a change keeps, replaces or removes. */
 interface BaseFiles {
@@ -140,7 +135,7 @@ function write(base: PackedManifest, files: BaseFiles, changed: readonly Manifes
   let bytes = 0;
   entries.forEach((entry, n) => {
     const path = 'base' in entry ? files.paths[entry.base]! : changed[entry.change]!.path;
-    length += 8 + Buffer.byteLength(path);
+    length += FILE_FIXED_BYTES + Buffer.byteLength(path);
     const size = 'base' in entry ? files.sizes[entry.base]! : changed[entry.change]!.size;
     bytes += size;
     if (size === 0) return void (indexes[n] = NO_OBJECT);
