@@ -1,12 +1,7 @@
 import { EMPTY_DIGEST, type Digest, type Manifest, type ManifestFile } from './manifest.js';
-import { manifestDigest } from './manifest-digest.js';
+import { DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
+import { PackedPaths } from './packed-paths.js';
 
-export const HEADER_BYTES = 16; // files (u32), objects (u32), bytes (f64)
-export const DIGEST_BYTES = 32;
-export const OBJECT_BYTES = DIGEST_BYTES + 8; // digest, size (f64)
-export const FILE_FIXED_BYTES = 8; // object index (u32), path length (u32)
-/** An empty file's object index: it has no object (manifest.ts, EMPTY_DIGEST). */
-export const NO_OBJECT = 0xffffffff;
 const EMPTY_FILE_DIGEST = Buffer.from(EMPTY_DIGEST, 'hex');
 const DIGEST = /^[0-9a-f]{64}$/;
 /** The digest being looked up, as bytes: one buffer, not one per lookup (a thread runs one lookup at a time). */
@@ -119,7 +114,7 @@ export class PackedManifest {
 
   /** The SHA-256 of its canonical form (manifest-digest.ts), worked out once. */
   canonicalDigest(): string {
-    this.digest ??= manifestDigest(this.manifestFiles());
+    this.digest ??= new PackedPaths(this).canonicalDigest();
     return this.digest;
   }
 
