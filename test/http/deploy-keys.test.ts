@@ -230,6 +230,8 @@ describe.each(SERVICE_BACKENDS)('deploy keys through the real API (%s, real dire
       // A release to roll back to and a preview to promote, so a refusal is not a 404 or 409 in disguise.
       expect((await h.deploy(owner, 'docs', site('newest'))).status).toBe(200);
       expect((await h.deploy(owner, 'docs', site('a preview'), { preview: 'pr-1' })).status).toBe(200);
+      // The prune's collection waits for deploys to be quiet: done before any "before" is taken.
+      await h.settled();
     });
 
     it.each([
