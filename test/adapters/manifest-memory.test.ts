@@ -2,10 +2,11 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
+import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { alice, digestOf, docs, expecting, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
 import { realDeploys } from '../support/real-deploys.js';
-import { file, tgz } from '../support/tar-builder.js';
+import { dir, file, tgz } from '../support/tar-builder.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -74,7 +75,7 @@ describe('the release store and staging share what was assembled (real directori
   };
   const expected = new Map([[digestOf('home'), 4], [digestOf('deep'), 4]]);
 
-  it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
+  it('answers the manifest of a release it assembled, or unpacked from an archive, without walking its files', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
@@ -86,7 +87,11 @@ describe('the release store and staging share what was assembled (real directori
       await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()), alice, docs, R2);
       const fromArchive = [{ path: 'a.html', size: 1, digest: digestOf('a') }];
       expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
-      expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
+      expect(walks).not.toHaveBeenCalled();
+      // Another process (a restart) remembers nothing, and walks it once.
+      const restarted = new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions);
+      expect((await restarted.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
+      expect((await restarted.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect(walks).toHaveBeenCalledTimes(1);
     } finally {
       await d.close();
@@ -104,6 +109,49 @@ describe('the release store and staging share what was assembled (real directori
       await rm(join(project, R1), { recursive: true });
       await rename(join(project, R2), join(project, R1));
       expect((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("remembers an archive's release as a walk of it finds it: folders, empty files, shared and large contents, any script", async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      const large = Buffer.alloc(300_000, 'L'); // streamed to the writer, hashed as it goes
+      const archive = tgz([
+        dir('docs/'),
+        file('index.html', 'home'),
+        file('docs/a.html', 'same'),
+        file('docs/deep/b.html', 'same'),
+        file('docs/empty.txt', ''),
+        file('docs/深い/ページ.html', 'deep'),
+        file('media/big.bin', large),
+        file('media/copy.bin', large),
+      ]);
+      await d.store.commit(await d.staging.stage(alice, (async function* () { yield archive; })(), { maxFiles: 100, maxBytes: 10_000_000 }, going()), alice, docs, R1);
+      const remembered = (await d.store.releasePackedManifest(alice, docs, R1))!;
+      const walked = (await new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions).releasePackedManifest(alice, docs, R1))!;
+      expect(byPath(remembered.manifestFiles())).toEqual(byPath(walked.manifestFiles()));
+      expect(remembered.canonicalDigest()).toBe(walked.canonicalDigest());
+      expect(remembered.fileCount).toBe(7);
+      expect(remembered.sizeOf(digestOf(large.toString()))).toBe(300_000);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('remembers nothing of an archive refused, and a batch of objects is no release', async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      const staged = vi.spyOn(d.manifests, 'stage');
+      const refused = d.staging.stage(alice, (async function* () { yield tgz([file('ok.html', 'x'), file('../escape', 'x')]); })(), LIMITS, going());
+      await expect(refused).rejects.toThrow('escape');
+      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
+      expect(staged).not.toHaveBeenCalled();
+      // Staged, then thrown away rather than committed: forgotten with it.
+      await d.staging.discard(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()));
+      expect(staged).toHaveBeenCalledTimes(1);
+      expect(d.manifests.takeStaged(staged.mock.calls[0]![0])).toBeUndefined();
     } finally {
       await d.close();
     }
