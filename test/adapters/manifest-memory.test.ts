@@ -59,8 +59,25 @@ describe('ManifestMemory', () => {
   it('keeps a staged manifest until it is taken, once', () => {
     const memory = new ManifestMemory();
     memory.stage('/staging/x', packed(many(2, 's')));
-    expect(memory.takeStaged('/staging/x')?.manifest().files).toEqual(many(2, 's'));
+    memory.stage('/staging/y', packed(many(1, 't')), 'spare');
+    expect(memory.takeStaged('/staging/x')?.manifest.manifest().files).toEqual(many(2, 's'));
     expect(memory.takeStaged('/staging/x')).toBeUndefined();
+    expect(memory.takeStaged('/staging/y')?.rank).toBe('spare');
+  });
+
+  it("keeps a spare manifest (an archive's release) only while nothing else wants its room, and moves it up once asked for", () => {
+    const memory = new ManifestMemory();
+    // Two of these fit the budget, three do not.
+    const third = (tag: string) => packed(Array.from({ length: Math.floor((REMEMBERED_BYTES_MAX * 0.4) / 48) }, (_, i) => ({ path: `${tag}/${String(i).padStart(38, '0')}`, size: 0, digest: EMPTY_DIGEST })));
+    memory.remember('/spare', 'spare', third('s'), 'spare');
+    expect(memory.recall('/spare', 'spare')).toBeDefined(); // room enough: kept, and now the most recently used
+    memory.remember('/a', 'a', third('a'));
+    memory.remember('/b', 'b', third('b'), 'spare');
+    expect(memory.recall('/b', 'b')).toBeUndefined(); // the first to go, itself
+    for (const dir of ['/spare', '/a']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
+    memory.remember('/c', 'c', third('c'));
+    expect(memory.recall('/spare', 'spare')).toBeUndefined(); // recalled before /a, so older than it
+    for (const dir of ['/a', '/c']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
   });
 });
 
@@ -151,6 +168,7 @@ describe('the release store and staging share what was assembled (real directori
       // Staged, then thrown away rather than committed: forgotten with it.
       await d.staging.discard(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()));
       expect(staged).toHaveBeenCalledTimes(1);
+      expect(staged.mock.calls[0]![2]).toBe('spare');
       expect(d.manifests.takeStaged(staged.mock.calls[0]![0])).toBeUndefined();
     } finally {
       await d.close();

@@ -100,8 +100,8 @@ export class NodeStaging implements Staging, ReleasePreparation {
       manifest = extracted.manifest;
       return { files: extracted.files, bytes: extracted.bytes, newObjects: extracted.newObjects, logged: { compressedBytes: extracted.compressedBytes } };
     });
-    // Remembered as an assembly's is, once a release: the first redeploy from it walks nothing.
-    if (manifest) this.manifests.stage(staged.handle, manifest);
+    // Remembered once a release, as spare (manifest-memory.ts): a first redeploy from it walks nothing.
+    if (manifest) this.manifests.stage(staged.handle, manifest, 'spare');
     return staged;
   }
 
