@@ -2,11 +2,10 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
-import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { alice, digestOf, docs, expecting, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
 import { realDeploys } from '../support/real-deploys.js';
-import { dir, file, tgz } from '../support/tar-builder.js';
+import { file, tgz } from '../support/tar-builder.js';
 
 const SESSION = '0123456789abcdef0123456789abcdef';
 const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -59,25 +58,8 @@ describe('ManifestMemory', () => {
   it('keeps a staged manifest until it is taken, once', () => {
     const memory = new ManifestMemory();
     memory.stage('/staging/x', packed(many(2, 's')));
-    memory.stage('/staging/y', packed(many(1, 't')), 'spare');
-    expect(memory.takeStaged('/staging/x')?.manifest.manifest().files).toEqual(many(2, 's'));
+    expect(memory.takeStaged('/staging/x')?.manifest().files).toEqual(many(2, 's'));
     expect(memory.takeStaged('/staging/x')).toBeUndefined();
-    expect(memory.takeStaged('/staging/y')?.rank).toBe('spare');
-  });
-
-  it("keeps a spare manifest (an archive's release) only while nothing else wants its room, and moves it up once asked for", () => {
-    const memory = new ManifestMemory();
-    // Two of these fit the budget, three do not.
-    const third = (tag: string) => packed(Array.from({ length: Math.floor((REMEMBERED_BYTES_MAX * 0.4) / 48) }, (_, i) => ({ path: `${tag}/${String(i).padStart(38, '0')}`, size: 0, digest: EMPTY_DIGEST })));
-    memory.remember('/spare', 'spare', third('s'), 'spare');
-    expect(memory.recall('/spare', 'spare')).toBeDefined(); // room enough: kept, and now the most recently used
-    memory.remember('/a', 'a', third('a'));
-    memory.remember('/b', 'b', third('b'), 'spare');
-    expect(memory.recall('/b', 'b')).toBeUndefined(); // the first to go, itself
-    for (const dir of ['/spare', '/a']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
-    memory.remember('/c', 'c', third('c'));
-    expect(memory.recall('/spare', 'spare')).toBeUndefined(); // recalled before /a, so older than it
-    for (const dir of ['/a', '/c']) expect(memory.recall(dir, dir.slice(1)), dir).toBeDefined();
   });
 });
 
@@ -92,7 +74,7 @@ describe('the release store and staging share what was assembled (real directori
   };
   const expected = new Map([[digestOf('home'), 4], [digestOf('deep'), 4]]);
 
-  it('answers the manifest of a release it assembled, or unpacked from an archive, without walking its files', async () => {
+  it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
@@ -104,11 +86,7 @@ describe('the release store and staging share what was assembled (real directori
       await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()), alice, docs, R2);
       const fromArchive = [{ path: 'a.html', size: 1, digest: digestOf('a') }];
       expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
-      expect(walks).not.toHaveBeenCalled();
-      // Another process (a restart) remembers nothing, and walks it once.
-      const restarted = new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions);
-      expect((await restarted.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
-      expect((await restarted.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
+      expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect(walks).toHaveBeenCalledTimes(1);
     } finally {
       await d.close();
@@ -126,50 +104,6 @@ describe('the release store and staging share what was assembled (real directori
       await rm(join(project, R1), { recursive: true });
       await rename(join(project, R2), join(project, R1));
       expect((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
-    } finally {
-      await d.close();
-    }
-  });
-
-  it("remembers an archive's release as a walk of it finds it: folders, empty files, shared and large contents, any script", async () => {
-    const d = await realDeploys('sitedrop-memory-');
-    try {
-      const large = Buffer.alloc(300_000, 'L'); // streamed to the writer, hashed as it goes
-      const archive = tgz([
-        dir('docs/'),
-        file('index.html', 'home'),
-        file('docs/a.html', 'same'),
-        file('docs/deep/b.html', 'same'),
-        file('docs/empty.txt', ''),
-        file('docs/深い/ページ.html', 'deep'),
-        file('media/big.bin', large),
-        file('media/copy.bin', large),
-      ]);
-      await d.store.commit(await d.staging.stage(alice, (async function* () { yield archive; })(), { maxFiles: 100, maxBytes: 10_000_000 }, going()), alice, docs, R1);
-      const remembered = (await d.store.releasePackedManifest(alice, docs, R1))!;
-      const walked = (await new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions).releasePackedManifest(alice, docs, R1))!;
-      expect(byPath(remembered.manifestFiles())).toEqual(byPath(walked.manifestFiles()));
-      expect(remembered.canonicalDigest()).toBe(walked.canonicalDigest());
-      expect(remembered.fileCount).toBe(7);
-      expect(remembered.sizeOf(digestOf(large.toString()))).toBe(300_000);
-    } finally {
-      await d.close();
-    }
-  });
-
-  it('remembers nothing of an archive refused, and a batch of objects is no release', async () => {
-    const d = await realDeploys('sitedrop-memory-');
-    try {
-      const staged = vi.spyOn(d.manifests, 'stage');
-      const refused = d.staging.stage(alice, (async function* () { yield tgz([file('ok.html', 'x'), file('../escape', 'x')]); })(), LIMITS, going());
-      await expect(refused).rejects.toThrow('escape');
-      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
-      expect(staged).not.toHaveBeenCalled();
-      // Staged, then thrown away rather than committed: forgotten with it.
-      await d.staging.discard(await d.staging.stage(alice, (async function* () { yield tgz([file('a.html', 'a')]); })(), LIMITS, going()));
-      expect(staged).toHaveBeenCalledTimes(1);
-      expect(staged.mock.calls[0]![2]).toBe('spare');
-      expect(d.manifests.takeStaged(staged.mock.calls[0]![0])).toBeUndefined();
     } finally {
       await d.close();
     }

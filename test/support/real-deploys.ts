@@ -27,8 +27,6 @@ export interface RealDeploys {
   readonly tasks: WriterTasks;
   /** The layout of their directories, for adapters built on it. */
   readonly tree: DeploysTree;
-  /** The manifests of releases the staging and the store share. */
-  readonly manifests: ManifestMemory;
   /** Tarball releases' new objects on their way into the store after the commit. */
   readonly adoptions: StoreAdoptions;
   /** Waits for the background adoptions and deletions; returns the deletions that failed. */
@@ -60,7 +58,6 @@ export async function realDeploys(prefix: string, { quiet }: { quiet?: Backgroun
     tasks,
     tree,
     adoptions,
-    manifests,
     async settle() {
       await adoptions.idle();
       return tree.settle();

@@ -46,7 +46,7 @@ export class NodeReleaseStore implements ReleaseStore {
     // The release's new bytes join the store only now, under the project's lock (a tarball's
     // after it, store-adoptions.ts): a deploy refused before this point leaves the store as it was.
     // The release holds its own links, so a store entry lost in a crash costs only sharing, never a file.
-    const remembered = this.manifests.takeStaged(staged.handle);
+    const manifest = this.manifests.takeStaged(staged.handle);
     await this.tasks.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
@@ -54,8 +54,8 @@ export class NodeReleaseStore implements ReleaseStore {
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
     await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
-    const identity = remembered && (await directoryIdentity(dir));
-    if (remembered && identity) this.manifests.remember(dir, identity, remembered.manifest, remembered.rank);
+    const identity = manifest && (await directoryIdentity(dir));
+    if (manifest && identity) this.manifests.remember(dir, identity, manifest);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {

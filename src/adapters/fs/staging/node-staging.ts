@@ -91,18 +91,13 @@ export class NodeStaging implements Staging, ReleasePreparation {
   /** Prepared areas that exist or are being built or thrown away (PREPARED_AT_ONCE). */
   private preparedAreas = 0;
 
-  async stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
-    let manifest: PackedManifest | undefined;
-    const staged = await this.fill(user, 'unpack', undefined, async (area) => {
+  stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
+    return this.fill(user, 'unpack', undefined, async (area) => {
       // Its new files are written once, where the release has them; the store adopts them after the publish.
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, adoptLater: true };
       const extracted = await this.extractor.extract(archive, area.dir, objects, limits, area.chmod, signal);
-      manifest = extracted.manifest;
       return { files: extracted.files, bytes: extracted.bytes, newObjects: extracted.newObjects, logged: { compressedBytes: extracted.compressedBytes } };
     });
-    // Remembered once a release, as spare (manifest-memory.ts): a first redeploy from it walks nothing.
-    if (manifest) this.manifests.stage(staged.handle, manifest, 'spare');
-    return staged;
   }
 
   async assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {

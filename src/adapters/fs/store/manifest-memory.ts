@@ -12,21 +12,6 @@ import type { PackedManifest } from '../../../domain/packed-manifest.js';
 export const REMEMBERED_BYTES_MAX = 5 * 1024 * 1024;
 
 /**
- * Where a manifest goes among those held. 'recent': as the most recently used, as a
- * release built from a client's manifest is (its client deploys relative to it next).
- * 'spare': as the least recently used, as a release unpacked from an archive is: most
- * such sites are never redeployed incrementally, and one that is moves up when its
- * manifest is asked for. Without it, alternating archive deploys of another large site
- * pushed out the manifest a client's redeploys relied on (docs/performance.md).
- */
-export type Rank = 'recent' | 'spare';
-
-interface Staged {
-  readonly manifest: PackedManifest;
-  readonly rank: Rank;
-}
-
-/**
  * The manifests of releases this process built or walked, so the next deploy relative
  * to one need not walk its files again (0.75 s for 40,000 here). Each is kept with the
  * identity of its directory as it was then (device, inode, ctime: what a release removed
@@ -39,30 +24,25 @@ export class ManifestMemory {
   /** By release directory, in order of use (a Map iterates in insertion order); `held` counts their packed bytes. */
   private readonly releases = new Map<string, { identity: string; manifest: PackedManifest }>();
   /** Staged releases' manifests, by staging area, until they are committed or discarded. */
-  private readonly staged = new Map<string, Staged>();
+  private readonly staged = new Map<string, PackedManifest>();
   private held = 0;
 
-  /** A staging area holds exactly the manifest's files: remembered if it becomes a release. */
-  stage(handle: string, manifest: PackedManifest, rank: Rank = 'recent'): void {
-    this.staged.set(handle, { manifest, rank });
+  /** A staging area holds exactly the manifest's files (an assembly): remembered if it becomes a release. */
+  stage(handle: string, manifest: PackedManifest): void {
+    this.staged.set(handle, manifest);
   }
 
   /** The staging area's manifest, if it had one, forgotten there. */
-  takeStaged(handle: string): Staged | undefined {
-    const staged = this.staged.get(handle);
+  takeStaged(handle: string): PackedManifest | undefined {
+    const manifest = this.staged.get(handle);
     this.staged.delete(handle);
-    return staged;
+    return manifest;
   }
 
-  /** `rank` 'spare': kept only while nothing else wants the room, the first to go (see Rank). */
-  remember(dir: string, identity: string, manifest: PackedManifest, rank: Rank = 'recent'): void {
+  remember(dir: string, identity: string, manifest: PackedManifest): void {
     this.forget(dir);
     if (manifest.packed.length > REMEMBERED_BYTES_MAX) return;
-    if (rank === 'spare') {
-      const others = [...this.releases];
-      this.releases.clear();
-      for (const [key, value] of [[dir, { identity, manifest }] as const, ...others]) this.releases.set(key, value);
-    } else this.releases.set(dir, { identity, manifest });
+    this.releases.set(dir, { identity, manifest });
     this.held += manifest.packed.length;
     for (const [oldest] of this.releases) {
       if (this.held <= REMEMBERED_BYTES_MAX) break;

@@ -1,7 +1,7 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../../domain/errors.js';
-import { PackedManifest } from '../../../domain/packed-manifest.js';
+import type { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { AssemblyPart, FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
@@ -13,8 +13,6 @@ export interface Extracted {
   readonly compressedBytes: number;
   /** A job of `adoptLater`'s new objects, for the store to adopt after the publish (write/new-objects.ts). */
   readonly newObjects?: Uint8Array;
-  /** The site's manifest as the unpack saw its files (not for a batch of objects). */
-  readonly manifest?: PackedManifest;
 }
 
 /**
@@ -88,13 +86,7 @@ export class ArchiveExtractor {
         if (outcome.kind === 'rejected') throw new ArchiveRejected(outcome.message);
         throw new Error(`extraction failed: ${outcome.message}`);
       }
-      return {
-        files: outcome.files,
-        bytes: outcome.bytes,
-        compressedBytes,
-        ...(outcome.adopt && { newObjects: outcome.adopt }),
-        ...(outcome.manifest && { manifest: PackedManifest.from(outcome.manifest) }),
-      };
+      return { files: outcome.files, bytes: outcome.bytes, compressedBytes, ...(outcome.adopt && { newObjects: outcome.adopt }) };
     } finally {
       extraction.close();
     }

@@ -43,7 +43,7 @@ export type FailureKind = 'rejected' | 'io' | 'aborted' | 'missing';
 
 export type Outcome =
   /** `missing`: only from an assembly's `ahead` part, the objects it did not find. */
-  | { type: 'done'; job: number; files: number; bytes: number; missing?: string[]; adopt?: Uint8Array; manifest?: Uint8Array }
+  | { type: 'done'; job: number; files: number; bytes: number; missing?: string[]; adopt?: Uint8Array }
   /** `missing`: the objects an assembly could not find (kind 'missing'). */
   | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
 

@@ -5,7 +5,6 @@ import { ArchiveLedger } from '../../../domain/archive-ledger.js';
 import { checkEntry, refuseIgnoredEntry, type ArchiveLimits } from '../../../domain/archive-policy.js';
 import { assertTarStart, InflatedStream, parserWarning, TAR_BLOCK, unreadable } from '../../../domain/archive-stream.js';
 import { assertExpectedObject, assertObjectBytes } from '../../../domain/object-batch.js';
-import { PackedManifestBuilder } from '../../../domain/packed-builder.js';
 import type { PackedManifest } from '../../../domain/packed-manifest.js';
 import { SMALL_FILE_BYTES } from '../threads/fs-ops.js';
 import type { StagingObjects } from '../threads/fs-protocol.js';
@@ -37,9 +36,7 @@ export class ArchiveJob extends WriterJob {
    * The file being unpacked: a small one is held whole until its end, to be sent with
    * its digest in one PUT; a larger one streams, hashed as it goes.
    */
-  private file: { path: string; size: number; chunks: Buffer[] } | { path: string; size: number; hash: Hash } | undefined;
-  /** A site's manifest, a file at a time (not a batch of objects'): the release is remembered by it. */
-  private readonly release: PackedManifestBuilder | undefined;
+  private file: { path: string; chunks: Buffer[] } | { path: string; hash: Hash } | undefined;
 
   constructor(
     channels: JobChannels,
@@ -52,7 +49,6 @@ export class ArchiveJob extends WriterJob {
     private readonly expect: PackedManifest | undefined,
   ) {
     super(channels, id, root, objects, chmod, { name: 'head', bytes: Buffer.alloc(0) });
-    this.release = expect ? undefined : new PackedManifestBuilder();
     this.ledger = new ArchiveLedger(limits);
     this.inflatedStream = new InflatedStream(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
@@ -157,9 +153,9 @@ export class ArchiveJob extends WriterJob {
       return;
     }
     if (entry.size <= SMALL_FILE_BYTES) {
-      this.file = { path, size: entry.size, chunks: [] };
+      this.file = { path, chunks: [] };
     } else {
-      this.file = { path, size: entry.size, hash: createHash('sha256') };
+      this.file = { path, hash: createHash('sha256') };
       this.ops.create(path);
     }
     entry.on('data', this.onFileData);
@@ -187,12 +183,10 @@ export class ArchiveJob extends WriterJob {
         const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
         const digest = hash('sha256', bytes, 'buffer');
         if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
-        this.release?.add(file.path, bytes.length, digest);
         this.ops.put(file.path, digest, bytes);
       } else {
         const digest = file.hash.digest();
         if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
-        this.release?.add(file.path, file.size, digest);
         this.ops.close(digest);
       }
     });
@@ -202,6 +196,6 @@ export class ArchiveJob extends WriterJob {
     if (!this.reading) return;
     this.ledger.assertComplete();
     this.ops.flush();
-    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes, ...(this.release && { manifest: this.release.build().packed }) });
+    this.settle({ type: 'done', job: this.id, files: this.ledger.files, bytes: this.ledger.bytes });
   }
 }

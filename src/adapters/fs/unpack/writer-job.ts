@@ -117,7 +117,7 @@ export abstract class WriterJob {
       if (outcome.type === 'done' && message.adopt) outcome = { ...outcome, adopt: message.adopt };
       // No forced full collection here: it slows the next small deploy more than the
       // memory it frees is worth (docs/performance.md).
-      this.channels.toMain(outcome, outcome.type === 'done' ? [outcome.adopt, outcome.manifest].flatMap((bytes) => (bytes ? [bytes.buffer as ArrayBuffer] : [])) : undefined);
+      this.channels.toMain(outcome, outcome.type === 'done' && outcome.adopt ? [outcome.adopt.buffer as ArrayBuffer] : undefined);
       this.phase = { name: 'answered' };
       const unused = this.ops.unused();
       if (unused) this.writerWindow.release(unused);
