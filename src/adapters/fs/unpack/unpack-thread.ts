@@ -9,7 +9,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PackedManifest } from '../../../domain/packed-manifest.js';
 import type { FromUnpacker, FromWriter, ThreadData, ToUnpacker, ToWriter } from '../threads/fs-protocol.js';
-import { collectWhenQuiet } from '../threads/quiet-collection.js';
 import { lowerThisThreadsPriority } from '../threads/thread-priority.js';
 import { ArchiveJob } from './archive-job.js';
 import { Assembly } from './assembly.js';
@@ -50,4 +49,3 @@ main.on('message', (message: ToUnpacker) => {
   else if (message.type === 'end' && job instanceof ArchiveJob) job.end();
   else if (message.type === 'abort') job.fail('aborted', 'deploy aborted');
 });
-collectWhenQuiet([main, writer], () => jobs.size > 0);

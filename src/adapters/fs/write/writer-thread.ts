@@ -8,7 +8,6 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromWriter, ThreadData, ToWriter, WriterTaskRequest } from '../threads/fs-protocol.js';
-import { collectWhenQuiet } from '../threads/quiet-collection.js';
 import { lowerThisThreadsPriority } from '../threads/thread-priority.js';
 import { WriterTaskQueue } from './task-queue.js';
 import { Target } from './write-target.js';
@@ -56,4 +55,3 @@ unpacker.on('message', (message: ToWriter) => {
 
 const tasks = new WriterTaskQueue((answer) => main.postMessage(answer));
 main.on('message', (request: WriterTaskRequest) => tasks.add(request));
-collectWhenQuiet([main, unpacker], () => tasks.busy || targets.size > 0);
