@@ -1,8 +1,7 @@
 import { EMPTY_DIGEST, type Digest, type Manifest, type ManifestFile } from './manifest.js';
-import { DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
+import { DIGEST_BYTES, EMPTY_FILE_DIGEST, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
 import { PackedPaths } from './packed-paths.js';
 
-const EMPTY_FILE_DIGEST = Buffer.from(EMPTY_DIGEST, 'hex');
 const DIGEST = /^[0-9a-f]{64}$/;
 /** The digest being looked up, as bytes: one buffer, not one per lookup (a thread runs one lookup at a time). */
 const SOUGHT = Buffer.alloc(DIGEST_BYTES);

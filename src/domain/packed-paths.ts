@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import { EMPTY_DIGEST } from './manifest.js';
-import { copyBytes, DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
+import { copyBytes, DIGEST_BYTES, EMPTY_FILE_DIGEST, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
 import type { PackedManifest } from './packed-manifest.js';
 
 const SLASH = 0x2f;
-const EMPTY_FILE_DIGEST = Buffer.from(EMPTY_DIGEST, 'hex');
 /** Each byte's two lowercase hex digits, as the canonical form spells a digest. */
 const HEX_PAIRS = Buffer.from(Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0')).join(''), 'latin1');
 /** The path being looked up, as UTF-8: one buffer for every lookup (a thread runs one at a time). */
