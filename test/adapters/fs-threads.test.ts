@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
 import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
 import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
+import type { StagingObjects } from '../../src/adapters/fs/threads/fs-protocol.js';
 import { BULK_THREAD_NICE } from '../../src/adapters/fs/threads/thread-priority.js';
 import { trimHeap } from '../../src/adapters/fs/threads/heap-trim.js';
 import { TreeRemoval } from '../../src/adapters/fs/write/tree-removal.js';
@@ -46,11 +47,11 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
   const extractor = new ArchiveExtractor(threads);
   const tasks = new WriterTasks(threads);
 
-  let objects: { store: string; fresh: string };
+  let objects: StagingObjects;
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'sitedrop-threads-'));
-    objects = { store: join(root, 'store'), fresh: join(root, 'fresh') };
+    objects = { store: join(root, 'store'), fresh: join(root, 'fresh'), writes: 'release' };
     await mkdir(objects.fresh);
   });
   afterAll(async () => {
@@ -222,9 +223,9 @@ describe('WriterTasks: the client of the writer thread', () => {
     try {
       // A new objects' shard that is a file, where the store has a directory: rename(2) refuses.
       await mkdir(join(root, 'fresh'));
-      await writeFile(join(root, 'fresh', 'ab'), 'not a shard');
-      await mkdir(join(root, 'store', 'ab'), { recursive: true });
-      await writeFile(join(root, 'store', 'ab', 'x'), 'x');
+      await writeFile(join(root, 'fresh', 'a'), 'not a shard');
+      await mkdir(join(root, 'store', 'a'), { recursive: true });
+      await writeFile(join(root, 'store', 'a', 'x'), 'x');
       const failed = await tasks.adoptObjects(join(root, 'fresh'), join(root, 'store')).then(() => 'adopted', (error: Error) => error.message);
       expect(failed.startsWith(`the writer's adopt task on ${join(root, 'fresh')}: E`)).toBe(true);
     } finally {

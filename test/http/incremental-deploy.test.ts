@@ -179,13 +179,17 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     expect(digestsOf(await releaseFiles(release('inc', 'resume', done.body.release as string)))).toEqual(digestsOf(s));
   });
 
-  it('an upload cut short or damaged before the publish (a machine that lost power) is asked for again, never published', async () => {
+  it('an upload cut short or damaged before the publish (a machine that lost power, and started again) is asked for again, never published', async () => {
     // A large file too, read in pieces, changed past its first.
     const s = { ...site('damaged', 6, () => true), 'video.bin': Buffer.alloc(2_500_000, 9) };
     const opened = await open({ project: 'damaged', files: manifest(s) });
     const id = opened.body.id as string;
     const missing = opened.body.missing as string[];
     expect((await upload(id, objects(s, missing))).status).toBe(200);
+    // The uploads were made in this boot of the machine; the power loss started another.
+    const mark = join(h.deploysRoot, '.sessions', id, '.boot');
+    expect(await readFile(mark, 'utf8')).toBe((await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim());
+    await writeFile(mark, '00000000-0000-4000-8000-000000000000');
     const video = sha256(s['video.bin']);
     const [short, changed] = missing.filter((digest) => digest !== video);
     const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, objectPath(digest));
@@ -205,6 +209,32 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     const done = await publish(id);
     expect(done.status).toBe(200);
     expect(digestsOf(await releaseFiles(release('inc', 'damaged', done.body.release as string)))).toEqual(digestsOf(s));
+  });
+
+  it('an upload is written once: the release links the file received, which then joins the store; in the same boot nothing reads it again', async () => {
+    const s = site('once', 6, () => true);
+    const opened = await open({ project: 'once', files: manifest(s) });
+    const id = opened.body.id as string;
+    const missing = opened.body.missing as string[];
+    expect((await upload(id, objects(s, missing))).status).toBe(200);
+    const uploaded = (digest: string) => join(h.deploysRoot, '.sessions', id, objectPath(digest));
+    const inodes = new Map(await Promise.all(missing.map(async (digest) => [digest, (await stat(uploaded(digest))).ino] as const)));
+    // Changed in place behind the service's back, in this boot: a publish that read it again would refuse it.
+    const changed = sha256(s['index.html']!);
+    await writeFile(uploaded(changed), Buffer.from('<h1>XXXX</h1>\n'));
+    const done = await publish(id);
+    expect(done.status).toBe(200);
+    const dir = release('inc', 'once', done.body.release as string);
+    const served = await releaseFiles(dir);
+    expect(served['index.html']!.toString()).toBe('<h1>XXXX</h1>\n');
+    // Every file whose bytes were uploaded (the store had the others from earlier tests).
+    const fromUploads = Object.entries(s).filter(([, bytes]) => inodes.has(sha256(bytes)));
+    expect(fromUploads.length).toBeGreaterThan(6);
+    for (const [path, bytes] of fromUploads) expect((await stat(join(dir, path))).ino, path).toBe(inodes.get(sha256(bytes)));
+    // After the answer, the uploads join the store, the same inodes; the session keeps none.
+    await h.settled();
+    for (const [digest, ino] of inodes) expect((await stat(join(h.deploysRoot, 'inc', '.objects', objectPath(digest)))).ino).toBe(ino);
+    await expect(stat(join(h.deploysRoot, '.sessions', id))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('two publishes of one session publish once', async () => {

@@ -52,7 +52,7 @@ export async function realDeploys(prefix: string, { quiet }: { quiet?: Backgroun
     deploysRoot,
     staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content, adoptions),
     store: new NodeReleaseStore(tree, tasks, manifests, adoptions),
-    objects: new NodeSessionObjects(tree, extractor, tasks, content),
+    objects: new NodeSessionObjects(tree, extractor, tasks, content, adoptions),
     rules: new ReleaseRulesFiles(tree),
     threads,
     tasks,

@@ -7,7 +7,7 @@ import type { Username } from '../../domain/username.js';
 /**
  * The object side of an incremental deploy: what a user's store lacks, and the objects a
  * session uploads, kept apart from the store until a release built from them
- * (Staging.assemble) is committed, so a session given up changes nothing.
+ * (Staging.assemble) is published, so a session given up changes nothing.
  */
 export interface SessionObjects {
   /**
@@ -32,6 +32,13 @@ export interface SessionObjects {
    * `signal` fires. Returns how many objects the batch held.
    */
   receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number>;
+  /**
+   * The session published a release built from its uploads: they join the user's store,
+   * for the next deploy to share (those the release does not use are collected), and the
+   * session holds none any more. Resolves once they are out of the session; the store
+   * takes them in the background, and `missing` waits for it.
+   */
+  adoptUploads(user: Username, session: string): Promise<void>;
   /** Removes what the session uploaded. */
   removeUploads(session: string): Promise<void>;
   /** The sessions with uploads kept on disk. */

@@ -40,13 +40,14 @@ const SESSIONS = '.sessions';
 /** Lists of published releases' new objects the store is still to adopt (store-adoptions.ts). */
 const ADOPTIONS = '.adopt';
 /**
- * A staging area's new objects, under the same name in a directory of their own (so
- * that the staging directory holds staging areas only); start-up removes them too.
+ * Beside each staging area, under its name, a directory of its own for its writer's
+ * temporary links (so that the staging directory holds staging areas only); and published
+ * sessions' uploads on their way into the store. Start-up removes what a crash left.
  */
 const FRESH = '.fresh';
 
 
-/** A staging area: where its files go, and where the new objects it brings to the store wait for the commit. */
+/** A staging area: where its files go, and a directory of its own beside it for its writer's temporary links. */
 export interface StagingArea {
   readonly dir: string;
   readonly fresh: string;
@@ -104,6 +105,11 @@ export class DeploysTree {
   async sessionsWithUploads(): Promise<string[]> {
     await this.ensureRoots();
     return (await readdir(this.sessionsRoot)).filter((name) => SESSION_ID.test(name));
+  }
+
+  /** Where a published session's uploads wait to join the store, beside the staging areas' new objects: start-up removes what a crash left. */
+  publishedUploadsDir(session: string): string {
+    return join(this.freshRoot, `${this.stagingPrefix}uploads-${basename(this.uploadsDir(session))}`);
   }
 
   /** The new objects of the staging area `dir`. */

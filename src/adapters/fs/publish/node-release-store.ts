@@ -43,11 +43,10 @@ export class NodeReleaseStore implements ReleaseStore {
   async commit(staged: StagedRelease, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const projectDir = this.tree.projectDir(user, project);
     await mkdirDurable(projectDir);
-    // The release's new bytes join the store only now, under the project's lock (a tarball's
-    // after it, store-adoptions.ts): a deploy refused before this point leaves the store as it was.
+    // A release's new bytes join the store after its publish (store-adoptions.ts: a tarball's
+    // new files, a session's uploads), so a deploy refused before then leaves the store as it was.
     // The release holds its own links, so a store entry lost in a crash costs only sharing, never a file.
     const manifest = this.manifests.takeStaged(staged.handle);
-    await this.tasks.adoptObjects(this.tree.freshObjectsOf(staged.handle), this.tree.objectsDir(user));
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);

@@ -1,3 +1,4 @@
+import { rename } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../../application/ports/session-objects.js';
 import { batchLimits } from '../../../domain/object-batch.js';
@@ -10,6 +11,9 @@ import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from '../threads/archive-ext
 import { DeploysTree } from '../layout/deploys-tree.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { ProjectContent } from '../store/project-content.js';
+import { StoreAdoptions } from '../store/store-adoptions.js';
+import { isMissing } from '../threads/fs-errors.js';
+import { openUploads, uploadsTrusted } from './upload-trust.js';
 
 /** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
 @injectable()
@@ -19,9 +23,12 @@ export class NodeSessionObjects implements SessionObjects {
     @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
     @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
     @inject(ProjectContent) private readonly content: ProjectContent,
+    @inject(StoreAdoptions) private readonly adoptions: StoreAdoptions,
   ) {}
 
   async missing(user: Username, session: string | undefined, objects: ReadonlyMap<Digest, number>, scope?: ProjectScope): Promise<Digest[]> {
+    // Objects on their way into the store (a published session's, a tarball's) would be asked for again.
+    await this.adoptions.settled(user);
     const uploads = session === undefined ? undefined : this.tree.uploadsDir(session);
     // A deploy key's: the store answers only for what its project's releases hold.
     const { missing, wrongSize } =
@@ -33,8 +40,11 @@ export class NodeSessionObjects implements SessionObjects {
 
   async shareUploads(from: readonly string[], session: string, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
     const into = this.tree.uploadsDir(session);
+    await openUploads(into);
     const shared = new Set<string>();
     for (const other of from) {
+      // Shared, an object of another boot would pass for one of this boot's (upload-trust.ts): it is sent again instead.
+      if (!(await uploadsTrusted(this.tree.uploadsDir(other)))) continue;
       const wanted = new Map([...objects].filter(([digest]) => !shared.has(digest)));
       if (wanted.size === 0) break;
       for (const digest of await this.tasks.shareUploads(this.tree.uploadsDir(other), into, wanted)) shared.add(digest);
@@ -43,8 +53,9 @@ export class NodeSessionObjects implements SessionObjects {
   }
 
   async receive(_user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number> {
-    // Unpacked as an archive is, into a staging area of its own; only the objects move
-    // on, into the session's uploads, and only once every one of them has been checked.
+    // Unpacked as an archive is, into a staging area of its own, each object written under
+    // its name there; only once every one has been checked do they move on into the
+    // session's uploads (a shard at a time where the uploads lack it).
     const area = await this.tree.openStagingArea();
     try {
       // Not linked from the user's store, even where it holds the same bytes: each object
@@ -57,13 +68,27 @@ export class NodeSessionObjects implements SessionObjects {
         if (error instanceof MissingArchive) throw new ObjectsRejected('the batch is empty');
         throw error;
       });
-      // Not flushed to disk here: the publish flushes once for every batch, and checks each
-      // uploaded object's bytes before a release links it (object-links.ts, isIntact).
-      await this.tasks.adoptObjects(area.fresh, this.tree.uploadsDir(session));
+      // Not flushed to disk here: the publish flushes once for every batch, and reads each
+      // object again before a release links it only if the machine restarted meanwhile (upload-trust.ts).
+      const uploads = this.tree.uploadsDir(session);
+      await openUploads(uploads);
+      await this.tasks.adoptObjects(area.dir, uploads);
       return extracted.files;
     } finally {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
     }
+  }
+
+  async adoptUploads(user: Username, session: string): Promise<void> {
+    // Out of the sessions' directory first, where an expiry would take them for a closed session's.
+    const moving = this.tree.publishedUploadsDir(session);
+    try {
+      await rename(this.tree.uploadsDir(session), moving);
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
+    this.adoptions.adoptUploads(user, moving);
   }
 
   async removeUploads(session: string): Promise<void> {

@@ -15,6 +15,7 @@ import { ManifestMemory } from '../store/manifest-memory.js';
 import { ProjectContent } from '../store/project-content.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
 import type { ReleasePreparation } from '../../../application/ports/release-preparation.js';
+import { uploadsTrusted } from './upload-trust.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
@@ -94,7 +95,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
   stage(user: Username, archive: AsyncIterable<Uint8Array>, limits: ArchiveLimits, signal: AbortSignal): Promise<StagedRelease> {
     return this.fill(user, 'unpack', undefined, async (area) => {
       // Its new files are written once, where the release has them; the store adopts them after the publish.
-      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, adoptLater: true };
+      const objects = { store: this.tree.objectsDir(user), fresh: area.fresh, writes: 'release' as const };
       const extracted = await this.extractor.extract(archive, area.dir, objects, limits, area.chmod, signal);
       return { files: extracted.files, bytes: extracted.bytes, newObjects: extracted.newObjects, logged: { compressedBytes: extracted.compressedBytes } };
     });
@@ -119,7 +120,9 @@ export class NodeStaging implements Staging, ReleasePreparation {
       if (prepared && !ahead) await this.throwAwayPrepared(prepared);
       prepared?.done();
     }
-    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session) });
+    const uploads = this.tree.uploadsDir(session);
+    const trusted = await uploadsTrusted(uploads);
+    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads, uploadsTrusted: trusted });
     const staged = ahead
       ? await this.fill(user, 'assemble', ahead.area, async (area) => {
           // The files ahead left: those whose objects were uploading, and those it did not find.

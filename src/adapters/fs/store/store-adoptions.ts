@@ -62,6 +62,22 @@ export class StoreAdoptions {
     this.track(user, () => this.run(list, user, project, id, objects));
   }
 
+  /**
+   * A published session's uploads (`dir`, moved out of the sessions' directory) join the
+   * user's store in the background, one rename(2) each (or one a shard the store lacks);
+   * those no release linked are the collection's. Never throws: a failure, or a crash
+   * meanwhile (start-up removes `dir`), costs only the sharing of those bytes.
+   */
+  adoptUploads(user: Username, dir: string): void {
+    this.track(user, async () => {
+      try {
+        await this.tasks.adoptObjects(dir, this.tree.objectsDir(user));
+      } finally {
+        await this.tree.throwAway(dir);
+      }
+    });
+  }
+
   /** Resolves once no adoption is under way (tests, shutdown). */
   async idle(): Promise<void> {
     await Promise.all([...this.running.values()].flatMap((running) => [...running]));

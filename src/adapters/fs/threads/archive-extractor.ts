@@ -11,7 +11,7 @@ export interface Extracted {
   readonly files: number;
   readonly bytes: number;
   readonly compressedBytes: number;
-  /** A job of `adoptLater`'s new objects, for the store to adopt after the publish (write/new-objects.ts). */
+  /** A tarball's new objects (StagingObjects.writes), for the store to adopt after the publish (write/new-objects.ts). */
   readonly newObjects?: Uint8Array;
 }
 

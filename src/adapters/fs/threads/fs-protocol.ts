@@ -71,32 +71,41 @@ export type FromWriter =
   | { type: 'flushed'; job: number; missing: string[]; adopt?: Uint8Array };
 
 /**
- * Where a staging job's files find bytes to share (docs/content-store.md): the user's
- * store, only read while staging, and the job's own new objects, which the commit adds
- * to the store.
+ * Where a staging job's files find bytes to share (docs/content-store.md), and what the
+ * files it writes are. An assembly writes none but empty files, which are no objects.
  */
 export interface StagingObjects {
-  /** None for an upload's batch: what a session uploads is kept as its own, never linked from the store. */
+  /** The user's store, only read while staging. None for an upload's batch: what a session uploads is kept as its own. */
   readonly store?: string;
+  /** The job's own directory beside its staging area, for the temporary links of a rename(2) over a file. */
   readonly fresh: string;
   /**
    * An incremental deploy's uploaded objects, kept with its session until it publishes:
-   * an assembly links those not in the store from here (and keeps them as new).
+   * an assembly links those it holds from here; they join the store after the publish.
    */
   readonly uploads?: string;
   /**
-   * A tarball's job: its new objects stay where the release has them, and the flush lists
-   * them (`adopt`) for the store to adopt after the publish, off the deploy's critical path.
+   * Whether `uploads` holds only objects written since this machine last started
+   * (upload-trust.ts): an assembly then links them as they are; otherwise it reads and
+   * hashes each once before a file links it.
    */
-  readonly adoptLater?: boolean;
+  readonly uploadsTrusted?: boolean;
+  /**
+   * `release`, a tarball's job: its new objects stay where the release has them, and the
+   * flush lists them (`adopt`) for the store to adopt after the publish, off the deploy's
+   * critical path. `objects`, an upload's batch (set by the unpack thread): each file is
+   * written under its object's name and is that object; nothing is shared or listed.
+   */
+  readonly writes?: 'release' | 'objects';
 }
 
 /**
  * A task the main thread asks of the writer, which interleaves it with the jobs' writes
  * a step at a time (writer-task.ts): rm -rf of a tree (`remove`), the collection of a
  * store's objects that no release links (`collect`), the renaming of a store's objects
- * still under their old names (`migrate`), the adoption of a staging job's new objects
- * (`path`) into a store (`into`), a probe of a store, a release's manifest or inodes, or
+ * still under their old names (`migrate`), the move of a directory of objects (`path`:
+ * a batch's, a published session's uploads) into another (`into`: the uploads, the store),
+ * a probe of a store, a release's manifest or inodes, or
  * the sharing of one session's uploads with another.
  */
 export type WriterTaskRequest =

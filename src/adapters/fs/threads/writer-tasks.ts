@@ -40,9 +40,9 @@ export class WriterTasks implements WriterListener {
     await this.run({ type: 'migrate', path });
   }
 
-  /** Links a staging job's new objects (`fresh`) into the user's store (`store`). */
-  async adoptObjects(fresh: string, store: string): Promise<void> {
-    await this.run({ type: 'adopt', path: fresh, into: store });
+  /** Moves the objects of the directory of shards `from` into `into` (a session's uploads, or a user's store). */
+  async adoptObjects(from: string, into: string): Promise<void> {
+    await this.run({ type: 'adopt', path: from, into });
   }
 
   /** Links a published release's new objects (`objects`, write/new-objects.ts packed, whose buffer moves to the writer) into the user's store. */

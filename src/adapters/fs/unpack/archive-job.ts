@@ -8,6 +8,7 @@ import { assertExpectedObject, assertObjectBytes } from '../../../domain/object-
 import type { PackedManifest } from '../../../domain/packed-manifest.js';
 import { SMALL_FILE_BYTES } from '../threads/fs-ops.js';
 import type { StagingObjects } from '../threads/fs-protocol.js';
+import { objectPath } from '../store/object-names.js';
 import { YoungGarbage } from '../threads/garbage.js';
 import { globalPaxFacts, headerName, paxFacts } from './tar-patches.js';
 import { WriterJob, type JobChannels } from './writer-job.js';
@@ -36,7 +37,9 @@ export class ArchiveJob extends WriterJob {
    * The file being unpacked: a small one is held whole until its end, to be sent with
    * its digest in one PUT; a larger one streams, hashed as it goes.
    */
-  private file: { path: string; chunks: Buffer[] } | { path: string; hash: Hash } | undefined;
+  private file: { path: string; at: string; chunks: Buffer[] } | { path: string; at: string; hash: Hash } | undefined;
+  /** A batch's shards made so far: each of its files is written under its object's name (`<shard>/<name>`). */
+  private readonly shards = new Set<string>();
 
   constructor(
     channels: JobChannels,
@@ -48,7 +51,8 @@ export class ArchiveJob extends WriterJob {
     /** Set for a batch of objects: the manifest each entry must be an object of (assertExpectedObject). */
     private readonly expect: PackedManifest | undefined,
   ) {
-    super(channels, id, root, objects, chmod, { name: 'head', bytes: Buffer.alloc(0) });
+    // A batch's files are written as the objects they are (objectAt): its entries alone are known to be named by digests.
+    super(channels, id, root, expect ? { ...objects, writes: 'objects' } : objects, chmod, { name: 'head', bytes: Buffer.alloc(0) });
     this.ledger = new ArchiveLedger(limits);
     this.inflatedStream = new InflatedStream(limits);
     this.gunzip = createGunzip({ chunkSize: 256 * 1024 });
@@ -152,11 +156,12 @@ export class ArchiveJob extends WriterJob {
       entry.resume();
       return;
     }
+    const at = this.expect ? this.objectAt(path) : path;
     if (entry.size <= SMALL_FILE_BYTES) {
-      this.file = { path, chunks: [] };
+      this.file = { path, at, chunks: [] };
     } else {
-      this.file = { path, hash: createHash('sha256') };
-      this.ops.create(path);
+      this.file = { path, at, hash: createHash('sha256') };
+      this.ops.create(at);
     }
     entry.on('data', this.onFileData);
     entry.on('end', this.onFileEnd);
@@ -183,7 +188,7 @@ export class ArchiveJob extends WriterJob {
         const bytes = file.chunks.length === 1 ? file.chunks[0]! : Buffer.concat(file.chunks);
         const digest = hash('sha256', bytes, 'buffer');
         if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
-        this.ops.put(file.path, digest, bytes);
+        this.ops.put(file.at, digest, bytes);
       } else {
         const digest = file.hash.digest();
         if (this.expect) assertObjectBytes(file.path, digest.toString('hex'));
@@ -191,6 +196,21 @@ export class ArchiveJob extends WriterJob {
       }
     });
   };
+
+  /**
+   * Where a batch's object `name` (its hex digest, checked) is written: under the name the
+   * store gives it, so that the file written is the object, moved whole into the session's
+   * uploads and from there into the store, never copied or linked on the way.
+   */
+  private objectAt(name: string): string {
+    const at = objectPath(name);
+    const shard = at.slice(0, at.indexOf('/'));
+    if (!this.shards.has(shard)) {
+      this.shards.add(shard);
+      this.ops.mkdir(shard);
+    }
+    return at;
+  }
 
   private complete(): void {
     if (!this.reading) return;

@@ -1,6 +1,6 @@
 import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { objectPath } from '../store/object-names.js';
+import { isShard, objectPath } from '../store/object-names.js';
 import { isMissing } from '../threads/fs-errors.js';
 import { errorCode } from './object-links.js';
 import { readNewObject } from './new-objects.js';
@@ -106,11 +106,11 @@ function collectIfUnlinked(path: string): void {
 }
 
 /**
- * Moves a deploy's new objects, kept beside its staging area while it was unpacked,
- * into the user's store, a few at a time: one rename(2) each. It runs at the commit,
- * under the project's lock: a deploy refused before then leaves the store as it was.
- * An object the store already has (another deploy's, meanwhile) is replaced by the same
- * bytes; the releases linking either copy keep their own links.
+ * Moves objects from one directory of shards into another, a few at a time: a batch's
+ * objects into its session's uploads, a published session's uploads into the user's
+ * store. One rename(2) each, or one for a whole shard the target lacks. An object the
+ * target already has (another deploy's, meanwhile) is replaced by the same bytes; the
+ * releases linking either copy keep their own links.
  */
 export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
   constructor(
@@ -125,8 +125,8 @@ export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
   }
 
   protected enter(shard: string): string[] {
-    // A temporary link the writer made on the way to a rename is no object.
-    if (shard.startsWith('tmp+')) return [];
+    // Only shards hold objects: not a temporary link the writer made on the way to a rename, nor an uploads' mark.
+    if (!isShard(shard)) return [];
     mkdirSync(this.store, { recursive: true, mode: 0o755 });
     try {
       // A shard the store has not got yet (a user's first deploy: all sixteen) moves

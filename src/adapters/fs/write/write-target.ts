@@ -1,12 +1,10 @@
-import { closeSync, constants, fchmodSync, linkSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, constants, fchmodSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_RMDIR, OP_UNLINK, OP_WRITE } from '../threads/fs-ops.js';
 import type { StagingObjects } from '../threads/fs-protocol.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
-import { isMissing } from '../threads/fs-errors.js';
 import { NewObjects } from './new-objects.js';
-import { errorCode, isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
+import { isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
 
 /** O_CREAT|O_EXCL: never follows a link or truncates anything already there. */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
@@ -18,15 +16,17 @@ export class Target {
   private openPath = '';
   failed = false;
   /**
-   * Objects the store holds (listed once, at the first file) and those this job has
-   * added beside its staging area, as hints: asking link(2) for every file instead would
-   * make a failed call, and a thrown error, for every new one. A hint that is wrong (the
-   * store changed meanwhile, or two digests share their first 30 bits) only costs a link
-   * that fails or a copy not shared; nothing here trusts a hint further.
+   * Objects the store holds and those the session uploaded, each listed once, at the
+   * first file that looks, as hints: asking link(2) for every file instead would make a
+   * failed call, and a thrown error, for every new one. A hint that is wrong (the store
+   * changed meanwhile, or two digests share their first 30 bits) only costs a link that
+   * fails or a copy not shared; nothing here trusts a hint further.
    */
   private stored: ObjectHints | undefined;
-  private readonly added = new ObjectHints();
-  /** A tarball's new objects, when the store adopts them after the publish (StagingObjects.adoptLater). */
+  private uploaded: ObjectHints | undefined;
+  /** Uploads read and hashed already (an untrusted session's, linkUploaded), by name: a hint could pass one unread. */
+  private readonly checked = new Set<string>();
+  /** A tarball's new objects, which the store adopts after the publish (StagingObjects.writes). */
   private readonly adoptLater: NewObjects | undefined;
   private spares = 0;
   /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
@@ -36,18 +36,17 @@ export class Target {
     private readonly root: string,
     /**
      * Where the job's files find bytes to share: the user's store (only read while
-     * staging: a deploy refused later must leave it as it was) and the job's own new
-     * objects, beside the staging area, which the commit adds to the store
-     * (docs/content-store.md).
+     * staging: a deploy refused later must leave it as it was), a session's uploads, the
+     * job's own new objects; and what the files it writes are (docs/content-store.md).
      */
     private readonly objects: StagingObjects,
     /** The umask would strip the published modes: set them explicitly. */
     private readonly chmod: boolean,
   ) {
-    this.adoptLater = objects.adoptLater ? new NewObjects() : undefined;
+    this.adoptLater = objects.writes === 'release' ? new NewObjects() : undefined;
   }
 
-  /** The new objects the store is to adopt after the publish, packed; undefined if it adopts them at the commit. */
+  /** A tarball's new objects, packed, for the store to adopt after the publish; undefined for any other job. */
   newObjects(): Uint8Array | undefined {
     return this.adoptLater?.packed();
   }
@@ -119,13 +118,13 @@ export class Target {
    * or, if there are none, written and kept as a new object.
    */
   private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
-    // Empty files share nothing worth a link: each is an inode, as tar makes it.
-    const name = bytes.length > 0 ? objectPath(digest) : undefined;
+    // Empty files share nothing worth a link: each is an inode, as tar makes it. A batch's file is its object already.
+    const name = bytes.length > 0 && this.objects.writes !== 'objects' ? objectPath(digest) : undefined;
     if (name !== undefined && this.linkShared(name, digest, path)) return;
     this.create(path);
     writeFully(this.openFd!, bytes);
     this.close();
-    if (name !== undefined) this.keepAsNew(path, name, digest);
+    if (name !== undefined) this.keepAsNew(path, digest);
   }
 
   /**
@@ -138,20 +137,20 @@ export class Target {
     const path = this.openPath;
     if (this.openFd === undefined) throw new Error('a file was closed with none open');
     this.close();
+    if (this.objects.writes === 'objects') return;
     const name = objectPath(digest);
     const spare = this.spare();
     if (this.linkShared(name, digest, spare)) {
       renameSync(spare, path);
       return;
     }
-    this.keepAsNew(path, name, digest);
+    this.keepAsNew(path, digest);
   }
 
   /**
-   * A file of an incremental deploy, from bytes the user already has: the store's, or
-   * the session's uploads (which then become new objects, as a written file does). Not
-   * `fromStore`: a deploy key's object its project does not hold, which only the session's
-   * uploads may give (this job's new objects are those uploads).
+   * A file of an incremental deploy, from bytes the user already has: the session's
+   * uploads (which join the store after the publish) or the store's. Not `fromStore`: a
+   * deploy key's object its project does not hold, which only the session's uploads may give.
    */
   private linkObject(path: string, digest: Uint8Array, fromStore: boolean): void {
     // Once missing, missing for the whole job: an object that came back midway would
@@ -160,14 +159,9 @@ export class Target {
     // already there (EEXIST).
     if (this.missing.size > 0 && this.missing.has(Buffer.from(digest).toString('hex'))) return;
     const name = objectPath(digest);
-    if (this.added.has(digest) && linkOrCopy(`${this.objects.fresh}/${name}`, path)) return;
+    if (this.linkUploaded(name, digest, path)) return;
     const store = fromStore ? this.objects.store : undefined;
     if (store !== undefined && linkOrCopy(`${store}/${name}`, path)) return;
-    const uploads = this.objects.uploads;
-    if (uploads !== undefined && isIntact(`${uploads}/${name}`, digest) && linkOrCopy(`${uploads}/${name}`, path)) {
-      this.keepAsNew(path, name, digest);
-      return;
-    }
     // A store start-up has not renamed yet (object-names.ts) holds it under its old
     // name: a release relative to a base of before the upgrade links its files from there.
     // Looked for last, so that only an object about to be reported missing costs the look.
@@ -176,47 +170,41 @@ export class Target {
   }
 
   /**
-   * Keeps a file just written as a new object: listed where it is, for the store to adopt
-   * after the publish, or linked beside the staging area until the commit.
+   * Links the session's uploaded object `name` as `path`, if the uploads hold it (listed
+   * once, as hints: most files of a redeploy are the store's, and a failed link(2) for
+   * each would cost a thrown error). An upload written before this machine last started
+   * may have lost bytes with the power: it is read and hashed once before any file links it.
    */
-  private keepAsNew(path: string, name: string, digest: Uint8Array): void {
-    if (this.adoptLater) {
-      this.adoptLater.add(digest, path.slice(this.root.length + 1));
-      return;
+  private linkUploaded(name: string, digest: Uint8Array, path: string): boolean {
+    const uploads = this.objects.uploads;
+    if (uploads === undefined) return false;
+    this.uploaded ??= listStore(uploads);
+    if (!this.uploaded.has(digest)) return false;
+    const object = `${uploads}/${name}`;
+    if (!this.objects.uploadsTrusted && !this.checked.has(name)) {
+      if (!isIntact(object, digest)) return false;
+      this.checked.add(name);
     }
-    const object = `${this.objects.fresh}/${name}`;
-    try {
-      linkSync(path, object);
-    } catch (error) {
-      if (errorCode(error) === 'EEXIST') {
-        // This job's object of the same bytes could not be linked again: it has all the
-        // links the filesystem allows (EMLINK; ext4: 65,000). The copy just written takes
-        // its place, so the files after it share the copy; rename(2) keeps the name from
-        // ever being missing. (The same bytes are the same object, whichever copy it is.)
-        const spare = this.spare();
-        linkSync(path, spare);
-        renameSync(spare, object);
-        return;
-      }
-      if (!isMissing(error)) throw error;
-      mkdirSync(dirname(object), { recursive: true, mode: 0o755 });
-      linkSync(path, object);
-    }
-    this.added.add(digest);
+    return linkOrCopy(object, path);
+  }
+
+  /** Lists a file just written as a new object, where the release has it, for the store to adopt after the publish. */
+  private keepAsNew(path: string, digest: Uint8Array): void {
+    if (!this.adoptLater) throw new Error("a job that writes no release's new objects wrote a file");
+    this.adoptLater.add(digest, path.slice(this.root.length + 1));
   }
 
   /** Links the object `name` as `path`, from this job's new objects or the store (if the job has one), if either has it. */
   private linkShared(name: string, digest: Uint8Array, path: string): boolean {
     const written = this.adoptLater?.pathOf(digest);
     if (written !== undefined && linkIfThere(`${this.root}/${written}`, path)) return true;
-    if (this.added.has(digest) && linkIfThere(`${this.objects.fresh}/${name}`, path)) return true;
     const store = this.objects.store;
     if (store === undefined) return false;
     this.stored ??= listStore(store);
     return this.stored.has(digest) && linkIfThere(`${store}/${name}`, path);
   }
 
-  /** A name for a temporary link, unique within the job's own directory of new objects, which no other job uses. */
+  /** A name for a temporary link, unique within the job's own directory beside its area (StagingObjects.fresh), which no other job uses. */
   private spare(): string {
     return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
   }
