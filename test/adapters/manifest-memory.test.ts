@@ -1,4 +1,4 @@
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
@@ -24,7 +24,7 @@ describe('ManifestMemory', () => {
     expect(memory.recall('/r/2', 'id-1')).toBeUndefined();
   });
 
-  it('forgets a directory that is not the one remembered any more (another inode or ctime)', () => {
+  it('forgets a directory that is not the one remembered any more (another inode)', () => {
     const memory = new ManifestMemory();
     memory.remember('/r/1', 'id-1', packed(many(3, 'a')));
     expect(memory.recall('/r/1', 'id-2')).toBeUndefined();
@@ -88,6 +88,21 @@ describe('the release store and staging share what was assembled (real directori
       expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect(walks).toHaveBeenCalledTimes(1);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("answers a release given compressed siblings since (its directory's ctime changed) without walking it", async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      const walks = vi.spyOn(d.tasks, 'releaseManifest');
+      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
+      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
+      // What the precompression does after the answer: siblings beside the files, the root's among them.
+      await writeFile(join(d.deploysRoot, alice, docs, R1, 'index.html.gz'), 'gzip');
+      expect(byPath((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
+      expect(walks).not.toHaveBeenCalled();
     } finally {
       await d.close();
     }

@@ -237,14 +237,30 @@ export class DeploysTree {
 }
 
 /**
- * What tells a release directory from another made under the same path: a release never
- * changes once committed, but one removed (by any replica) and committed again under the
- * same id is another directory, with another inode and ctime. Undefined if there is none.
+ * What tells a release directory from another made under the same path, or from itself
+ * before it changed: one removed (by any replica) and committed again under the same id
+ * is another directory, with another inode and ctime; a release's only change once
+ * committed, its compressed siblings (precompress/), changes its ctime. Undefined if
+ * there is none.
  */
 export async function directoryIdentity(dir: string): Promise<string | undefined> {
   try {
     const info = await stat(dir, { bigint: true });
     return `${info.dev}:${info.ino}:${info.ctimeNs}`;
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * A directory's device and inode: what its compressed siblings, added after the commit,
+ * leave as it was. Undefined if there is none.
+ */
+export async function directoryInode(dir: string): Promise<string | undefined> {
+  try {
+    const info = await stat(dir, { bigint: true });
+    return `${info.dev}:${info.ino}`;
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;
