@@ -119,13 +119,51 @@ async function byHand(site, releases, round) {
   return (await timed('sh', ['-c', script])).ms;
 }
 
+/**
+ * The compressed siblings the service makes after each publish, waited for: a site's
+ * deploys come minutes apart, so a redeploy's base has its siblings, and nothing is still
+ * compressing while the next pair is timed or the disk measured. Without the wait the disk
+ * figure counted some releases' siblings and not others' (1.27-2.3 for docs, changing run
+ * to run). Each release ends with one line in the log: made, skipped (no longer served), or failed.
+ */
+function siblingsWatch(data, project) {
+  const ended = new Set();
+  const onLine = (line) => {
+    if (!line.includes('precompress')) return;
+    try {
+      const { msg, user, release } = JSON.parse(line);
+      if (release && /^precompress(ed|ion skipped|ion failed)/.test(msg)) ended.add(`${user}/${release}`);
+    } catch {
+      // Not a log line of the service's.
+    }
+  };
+  const latest = (user) => readdirSync(join(data, 'deploys', user, project)).filter((n) => /^\d{8}T\d{6}/.test(n)).sort().at(-1);
+  /** Resolves once every user's latest release has its siblings; throws past `limitMs`. */
+  const settled = async (users, limitMs = 300_000) => {
+    if (TUNING.PRECOMPRESS === 'off') return 0;
+    const started = Date.now();
+    while (!users.every((user) => ended.has(`${user}/${latest(user)}`))) {
+      if (Date.now() - started > limitMs) throw new Error(`the latest releases of ${users.join(', ')} had no siblings after ${limitMs / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return Date.now() - started;
+  };
+  return { onLine, settled };
+}
+
 async function shapeRun(work, name) {
   const root = join(work, name);
   const fixture = makeSite(join(root, 'fixture'), SHAPES[name]);
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
   mkdirSync(releases, { recursive: true });
-  const service = await startService(data, { env: { ...TUNING, RELEASES_KEEP: '5' }, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) });
+  const siblings = siblingsWatch(data, name);
+  const service = await startService(data, {
+    env: { ...TUNING, RELEASES_KEEP: '5' },
+    onLine: siblings.onLine,
+    ...(opts.main ? { main: opts.main } : {}),
+    ...(opts.log ? { logFile: opts.log } : {}),
+  });
   const proxy = await countingProxy(service.url);
   try {
     const token = await createUser(service.url, 'cli');
@@ -144,6 +182,7 @@ async function shapeRun(work, name) {
     const firstWire = proxy.take();
     execFileSync('cp', ['-a', `${fixture.site}/.`, join(releases, 'r0')]);
     await httpDeploy(service.url, tarToken, name, fixture.archive);
+    const siblingWaits = [await siblings.settled(['cli', 'tar'])];
     const rows = [];
     for (let round = 1; round <= Number(opts.rounds); round += 1) {
       const changed = churn(fixture.site, Number(opts.churn), round);
@@ -171,6 +210,7 @@ async function shapeRun(work, name) {
       }
       const wire = proxy.take();
       await httpDeploy(service.url, tarToken, name, fixture.archive);
+      siblingWaits.push(await siblings.settled(['cli', 'tar']));
       rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, nodeMs, nodeShare: nodeMs / handMs, wire, full, wireShare: wire / full });
       console.log(
         `${name} round ${round}: ${changed} files changed; CLI ${(cliMs / 1000).toFixed(3)} s, by hand ${(handMs / 1000).toFixed(3)} s, ratio ${(cliMs / handMs).toFixed(2)}; ` +
@@ -204,11 +244,15 @@ async function shapeRun(work, name) {
       cliDisk: disk('cli'),
       tarDisk: disk('tar'),
       handDisk,
+      // How long each round waited for the releases' compressed siblings (untimed).
+      siblingWaitsMs: siblingWaits,
       rows,
     };
     console.log(
       `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); node -e 0 / by hand ${result.medianNodeShare.toFixed(2)}; wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
-        `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB`,
+        `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one` +
+        `${TUNING.PRECOMPRESS === 'off' ? '' : ' (the service\'s with compressed siblings, by hand\'s without: PRECOMPRESS=off compares like with like)'}; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB; ` +
+        `waited for siblings ${siblingWaits.map((ms) => (ms / 1000).toFixed(1)).join(', ')} s`,
     );
     return result;
   } finally {
