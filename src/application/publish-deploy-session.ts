@@ -45,7 +45,7 @@ export class PublishDeploySession {
     });
     // The release is live; a session left open by a failure here expires like any other.
     await this.sessions.close(session.id).catch(() => false);
-    await this.objects.adoptUploads(session.user, session.id).catch(() => undefined);
+    await this.objects.removeUploads(session.id).catch(() => undefined);
     return deployed;
   }
 }

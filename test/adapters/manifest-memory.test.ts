@@ -99,10 +99,13 @@ describe('the release store and staging share what was assembled (real directori
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
       await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
       await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
-      // What the precompression does after the answer: siblings beside the files, the root's among them.
-      await writeFile(join(d.deploysRoot, alice, docs, R1, 'index.html.gz'), 'gzip');
+      // What the precompression does after the answer: siblings beside the files (0444, as it makes them), the root's among them.
+      await writeFile(join(d.deploysRoot, alice, docs, R1, 'index.html.gz'), 'gzip', { mode: 0o444 });
       expect(byPath((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
       expect(walks).not.toHaveBeenCalled();
+      // What was remembered is what a walk finds: the sibling is no file of the site.
+      const walked = await d.tasks.releaseManifest(join(d.deploysRoot, alice, docs, R1), join(d.deploysRoot, alice, '.objects'));
+      expect(byPath(walked?.manifestFiles())).toEqual(byPath(wanted));
     } finally {
       await d.close();
     }

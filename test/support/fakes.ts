@@ -376,11 +376,6 @@ export class InMemorySessionObjects implements SessionObjects {
     return [...shared.keys()];
   }
 
-  async adoptUploads(user: Username, session: string): Promise<void> {
-    for (const [digest, content] of this.disk.uploads.get(session) ?? []) this.disk.storeOf(user).set(digest, content);
-    this.disk.uploads.delete(session);
-  }
-
   async removeUploads(session: string): Promise<void> {
     this.disk.uploads.delete(session);
   }

@@ -45,10 +45,6 @@ export class ActivitySessionObjects implements SessionObjects {
     return this.activity.track(() => this.objects.receive(...args));
   }
 
-  adoptUploads(...args: Parameters<SessionObjects['adoptUploads']>): ReturnType<SessionObjects['adoptUploads']> {
-    return this.objects.adoptUploads(...args);
-  }
-
   removeUploads(session: string): Promise<void> {
     return this.objects.removeUploads(session);
   }

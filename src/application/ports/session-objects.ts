@@ -7,12 +7,14 @@ import type { Username } from '../../domain/username.js';
 /**
  * The object side of an incremental deploy: what a user's store lacks, and the objects a
  * session uploads, kept apart from the store until a release built from them
- * (Staging.assemble) is published, so a session given up changes nothing.
+ * (Staging.assemble) is committed (those it links join the store then, or after the
+ * answer), so a session given up changes nothing.
  */
 export interface SessionObjects {
   /**
    * Which of `objects` (digest to size) neither the user's store nor the session's
-   * uploads (none before it opens) hold. Throws ManifestRejected when one is held at
+   * uploads (none before it opens) hold, once the store has taken what the user's last
+   * deploys brought it. Throws ManifestRejected when one is held at
    * another size: the manifest lies about it. With `scope` (a deploy key's session), the
    * store answers only for objects the project's releases hold: any other is missing,
    * listed where the same object absent from the store would be, and no size is held
@@ -32,13 +34,6 @@ export interface SessionObjects {
    * `signal` fires. Returns how many objects the batch held.
    */
   receive(user: Username, session: string, batch: AsyncIterable<Uint8Array>, expected: PackedManifest, signal: AbortSignal): Promise<number>;
-  /**
-   * The session published a release built from its uploads: they join the user's store,
-   * for the next deploy to share (those the release does not use are collected), and the
-   * session holds none any more. Resolves once they are out of the session; the store
-   * takes them in the background, and `missing` waits for it.
-   */
-  adoptUploads(user: Username, session: string): Promise<void>;
   /** Removes what the session uploaded. */
   removeUploads(session: string): Promise<void>;
   /** The sessions with uploads kept on disk. */

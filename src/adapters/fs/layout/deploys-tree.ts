@@ -41,8 +41,8 @@ const SESSIONS = '.sessions';
 const ADOPTIONS = '.adopt';
 /**
  * Beside each staging area, under its name, a directory of its own for its writer's
- * temporary links (so that the staging directory holds staging areas only); and published
- * sessions' uploads on their way into the store. Start-up removes what a crash left.
+ * temporary links (so that the staging directory holds staging areas only); and scratch
+ * directories made whole before they are renamed into place. Start-up removes what a crash left.
  */
 const FRESH = '.fresh';
 
@@ -107,12 +107,12 @@ export class DeploysTree {
     return (await readdir(this.sessionsRoot)).filter((name) => SESSION_ID.test(name));
   }
 
-  /** Where a published session's uploads wait to join the store, beside the staging areas' new objects: start-up removes what a crash left. */
-  publishedUploadsDir(session: string): string {
-    return join(this.freshRoot, `${this.stagingPrefix}uploads-${basename(this.uploadsDir(session))}`);
+  /** A new path beside the staging areas' own directories, for a directory made whole there and then renamed into place; start-up removes what a crash left. */
+  scratchPath(): string {
+    return join(this.freshRoot, `${this.stagingPrefix}scratch-${randomBytes(6).toString('hex')}`);
   }
 
-  /** The new objects of the staging area `dir`. */
+  /** The directory of the staging area `dir`'s own, beside it, for its writer's temporary links. */
   freshObjectsOf(dir: string): string {
     return join(this.freshRoot, basename(dir));
   }
@@ -131,7 +131,7 @@ export class DeploysTree {
   }
 
   /**
-   * Throws a staging area away with its new objects, both tried; what cannot be moved now
+   * Throws a staging area away with its own directory beside it, both tried; what cannot be moved now
    * stays for start-up to remove.
    */
   async throwAwayStagingArea(dir: string): Promise<void> {
@@ -140,7 +140,7 @@ export class DeploysTree {
     if (failures.length > 0) throw failures[0];
   }
 
-  /** Removes this replica's staging areas and their new objects, which only a crash leaves; returns the areas. */
+  /** Removes this replica's staging areas, the directories beside them and its scratch, which only a crash leaves; returns the areas. */
   async removeStagingAreas(): Promise<string[]> {
     await this.ensureRoots();
     const removed: string[] = [];
@@ -254,13 +254,15 @@ export async function directoryIdentity(dir: string): Promise<string | undefined
 }
 
 /**
- * A directory's device and inode: what its compressed siblings, added after the commit,
- * leave as it was. Undefined if there is none.
+ * A directory's device, inode and birth time: what its compressed siblings, added after
+ * the commit, leave as it was, and what one removed and made again under the same name
+ * does not share, even if the filesystem gives it the freed inode number (a birth time of
+ * 0 where the filesystem keeps none). Undefined if there is none.
  */
-export async function directoryInode(dir: string): Promise<string | undefined> {
+export async function directoryOrigin(dir: string): Promise<string | undefined> {
   try {
     const info = await stat(dir, { bigint: true });
-    return `${info.dev}:${info.ino}`;
+    return `${info.dev}:${info.ino}:${info.birthtimeNs}`;
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;

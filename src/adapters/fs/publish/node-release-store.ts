@@ -8,7 +8,7 @@ import type { ProjectName } from '../../../domain/project-name.js';
 import { ReleaseId } from '../../../domain/release-id.js';
 import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
-import { DeploysTree, directoryIdentity, directoryInode } from '../layout/deploys-tree.js';
+import { DeploysTree, directoryIdentity, directoryOrigin } from '../layout/deploys-tree.js';
 import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { isMissing } from '../threads/fs-errors.js';
@@ -53,7 +53,7 @@ export class NodeReleaseStore implements ReleaseStore {
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
     await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
-    const identity = manifest && (await directoryInode(dir));
+    const identity = manifest && (await directoryOrigin(dir));
     if (manifest && identity) this.manifests.remember(dir, identity, manifest);
   }
 
@@ -103,8 +103,8 @@ export class NodeReleaseStore implements ReleaseStore {
 
   async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
     const dir = join(this.tree.projectDir(user, project), id);
-    // Its inode, not its ctime: the siblings precompression adds after the publish change that, never the files.
-    const identity = await directoryInode(dir);
+    // Its origin, not its ctime: the siblings precompression adds after the publish change that, never the files.
+    const identity = await directoryOrigin(dir);
     if (identity === undefined) return undefined;
     const remembered = this.manifests.recall(dir, identity);
     if (remembered) return remembered;

@@ -1,4 +1,3 @@
-import { rename } from 'node:fs/promises';
 import { inject, injectable } from 'inversify';
 import type { SessionObjects } from '../../../application/ports/session-objects.js';
 import { batchLimits } from '../../../domain/object-batch.js';
@@ -12,7 +11,6 @@ import { DeploysTree } from '../layout/deploys-tree.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { ProjectContent } from '../store/project-content.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
-import { isMissing } from '../threads/fs-errors.js';
 import { openUploads, uploadsTrusted } from './upload-trust.js';
 
 /** Incremental deploys' uploads, DEPLOYS_ROOT/.sessions/<session>/, beside the users' stores. */
@@ -40,7 +38,7 @@ export class NodeSessionObjects implements SessionObjects {
 
   async shareUploads(from: readonly string[], session: string, objects: ReadonlyMap<Digest, number>): Promise<Digest[]> {
     const into = this.tree.uploadsDir(session);
-    await openUploads(into);
+    await openUploads(into, this.tree.scratchPath());
     const shared = new Set<string>();
     for (const other of from) {
       // Shared, an object of another boot would pass for one of this boot's (upload-trust.ts): it is sent again instead.
@@ -71,24 +69,12 @@ export class NodeSessionObjects implements SessionObjects {
       // Not flushed to disk here: the publish flushes once for every batch, and reads each
       // object again before a release links it only if the machine restarted meanwhile (upload-trust.ts).
       const uploads = this.tree.uploadsDir(session);
-      await openUploads(uploads);
+      await openUploads(uploads, this.tree.scratchPath());
       await this.tasks.adoptObjects(area.dir, uploads);
       return extracted.files;
     } finally {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
     }
-  }
-
-  async adoptUploads(user: Username, session: string): Promise<void> {
-    // Out of the sessions' directory first, where an expiry would take them for a closed session's.
-    const moving = this.tree.publishedUploadsDir(session);
-    try {
-      await rename(this.tree.uploadsDir(session), moving);
-    } catch (error) {
-      if (isMissing(error)) return;
-      throw error;
-    }
-    this.adoptions.adoptUploads(user, moving);
   }
 
   async removeUploads(session: string): Promise<void> {

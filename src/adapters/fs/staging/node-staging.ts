@@ -15,13 +15,13 @@ import { ManifestMemory } from '../store/manifest-memory.js';
 import { ProjectContent } from '../store/project-content.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
 import type { ReleasePreparation } from '../../../application/ports/release-preparation.js';
-import { uploadsTrusted } from './upload-trust.js';
+import { machineBoot } from './upload-trust.js';
 
 /** What filled a staging area, and what of it the staging's log line adds. */
 interface Filled {
   readonly files: number;
   readonly bytes: number;
-  /** A tarball's new objects, adopted into the store after the publish. */
+  /** A tarball's new objects, or the uploads an assembly linked: adopted into the store after the publish. */
   readonly newObjects?: Uint8Array;
   readonly logged: Record<string, unknown>;
 }
@@ -120,20 +120,19 @@ export class NodeStaging implements Staging, ReleasePreparation {
       if (prepared && !ahead) await this.throwAwayPrepared(prepared);
       prepared?.done();
     }
-    const uploads = this.tree.uploadsDir(session);
-    const trusted = await uploadsTrusted(uploads);
-    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads, uploadsTrusted: trusted });
+    const boot = await machineBoot();
+    const objects = (area: StagingArea) => ({ store: this.tree.objectsDir(user), fresh: area.fresh, uploads: this.tree.uploadsDir(session), boot });
     const staged = ahead
       ? await this.fill(user, 'assemble', ahead.area, async (area) => {
           // The files ahead left: those whose objects were uploading, and those it did not find.
           const wanted = ahead.deferred;
           flag(wanted, manifest, ahead.built.missing);
-          await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted }, undefined, uploadsOnly);
-          return { files: ahead.built.files, bytes: ahead.built.bytes, logged: { session, preparedMs: ahead.ms } };
+          const rest = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, { kind: 'rest', wanted }, undefined, uploadsOnly);
+          return { files: ahead.built.files, bytes: ahead.built.bytes, newObjects: rest.newObjects, logged: { session, preparedMs: ahead.ms } };
         })
       : await this.fill(user, 'assemble', undefined, async (area) => {
           const built = await this.extractor.assemble(manifest, area.dir, objects(area), area.chmod, undefined, undefined, uploadsOnly);
-          return { files: built.files, bytes: built.bytes, logged: { session } };
+          return { files: built.files, bytes: built.bytes, newObjects: built.newObjects, logged: { session } };
         });
     this.manifests.stage(staged.handle, manifest);
     return staged;

@@ -14,9 +14,9 @@ export const REMEMBERED_BYTES_MAX = 5 * 1024 * 1024;
 /**
  * The manifests of releases this process built or walked, so the next deploy relative
  * to one need not walk its files again (0.75-1.6 s for 40,000 here). Each is kept with the
- * identity of its directory (device and inode: what a release removed and made again
- * under the same id does not share; not its ctime, which the compressed siblings made
- * after each publish change), packed (packed-manifest.ts) rather than 40,000 objects on
+ * identity of its directory (device, inode and birth time: what a release removed and
+ * made again under the same id does not share; not its ctime, which the compressed
+ * siblings made after each publish change), packed (packed-manifest.ts) rather than 40,000 objects on
  * the heap. Only ever a shortcut: a miss walks the release, and the manifest is checked
  * against the client's digest either way.
  */

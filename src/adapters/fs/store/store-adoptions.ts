@@ -11,9 +11,10 @@ import { isMissing } from '../threads/fs-errors.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 
 /**
- * A tarball release's new files join the user's store after the deploy has answered, one
- * link each on the writer (write/new-objects.ts, ReleaseAdoption), instead of while it is
- * unpacked: the deploy writes each new file once, as tar does. Until then they are listed
+ * A release's new files (a tarball's, or the uploads an assembly linked) join the user's
+ * store after the deploy has answered, one link each from the release on the writer
+ * (write/new-objects.ts, ReleaseAdoption): the deploy writes each new file once, as tar
+ * does, and the store takes only bytes a release holds, flushed with it. Until then they are listed
  * by staging area; once the release is in place the list is kept in DEPLOYS_ROOT/.adopt
  * while the writer works through it, so that a start-up finishes what a crash cut. A
  * deploy of the same user waits for it first (`settled`): it would write those bytes again.
@@ -60,22 +61,6 @@ export class StoreAdoptions {
       return;
     }
     this.track(user, () => this.run(list, user, project, id, objects));
-  }
-
-  /**
-   * A published session's uploads (`dir`, moved out of the sessions' directory) join the
-   * user's store in the background, one rename(2) each (or one a shard the store lacks);
-   * those no release linked are the collection's. Never throws: a failure, or a crash
-   * meanwhile (start-up removes `dir`), costs only the sharing of those bytes.
-   */
-  adoptUploads(user: Username, dir: string): void {
-    this.track(user, async () => {
-      try {
-        await this.tasks.adoptObjects(dir, this.tree.objectsDir(user));
-      } finally {
-        await this.tree.throwAway(dir);
-      }
-    });
   }
 
   /** Resolves once no adoption is under way (tests, shutdown). */

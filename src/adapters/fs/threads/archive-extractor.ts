@@ -11,7 +11,7 @@ export interface Extracted {
   readonly files: number;
   readonly bytes: number;
   readonly compressedBytes: number;
-  /** A tarball's new objects (StagingObjects.writes), for the store to adopt after the publish (write/new-objects.ts). */
+  /** A tarball's new objects, or the uploads an assembly linked, for the store to adopt after the publish (write/new-objects.ts). */
   readonly newObjects?: Uint8Array;
 }
 
@@ -120,7 +120,7 @@ export class ArchiveExtractor {
       if (signal?.aborted) abort();
       const outcome = await answered;
       if (outcome.type === 'failed' && outcome.kind === 'aborted') throw new DeployAborted();
-      if (outcome.type === 'done') return { files: outcome.files, bytes: outcome.bytes, missing: outcome.missing ?? [] };
+      if (outcome.type === 'done') return { files: outcome.files, bytes: outcome.bytes, missing: outcome.missing ?? [], ...(outcome.adopt && { newObjects: outcome.adopt }) };
       if (outcome.kind === 'missing') throw new ObjectsMissing(outcome.missing ?? []);
       throw new Error(`assembly failed: ${outcome.message}`);
     } finally {

@@ -74,6 +74,9 @@ export type FromWriter =
  * Where a staging job's files find bytes to share (docs/content-store.md), and what the
  * files it writes are. An assembly writes none but empty files, which are no objects.
  */
+/** The file in a session's uploads that names the boot they were written in (staging/upload-trust.ts). */
+export const UPLOADS_MARK = '.boot';
+
 export interface StagingObjects {
   /** The user's store, only read while staging. None for an upload's batch: what a session uploads is kept as its own. */
   readonly store?: string;
@@ -81,15 +84,16 @@ export interface StagingObjects {
   readonly fresh: string;
   /**
    * An incremental deploy's uploaded objects, kept with its session until it publishes:
-   * an assembly links those it holds from here; they join the store after the publish.
+   * an assembly links those it holds from here, and lists them (the flush's `adopt`) for
+   * the store to adopt from the release after the publish.
    */
   readonly uploads?: string;
   /**
-   * Whether `uploads` holds only objects written since this machine last started
-   * (upload-trust.ts): an assembly then links them as they are; otherwise it reads and
-   * hashes each once before a file links it.
+   * This machine's boot (staging/upload-trust.ts): an assembly links the uploads as they
+   * are if their mark (UPLOADS_MARK), read once it has listed them, is this boot;
+   * otherwise it reads and hashes each once before a file links it.
    */
-  readonly uploadsTrusted?: boolean;
+  readonly boot?: string;
   /**
    * `release`, a tarball's job: its new objects stay where the release has them, and the
    * flush lists them (`adopt`) for the store to adopt after the publish, off the deploy's
@@ -103,8 +107,8 @@ export interface StagingObjects {
  * A task the main thread asks of the writer, which interleaves it with the jobs' writes
  * a step at a time (writer-task.ts): rm -rf of a tree (`remove`), the collection of a
  * store's objects that no release links (`collect`), the renaming of a store's objects
- * still under their old names (`migrate`), the move of a directory of objects (`path`:
- * a batch's, a published session's uploads) into another (`into`: the uploads, the store),
+ * still under their old names (`migrate`), the move of a batch's objects (`path`) into
+ * its session's uploads (`into`),
  * a probe of a store, a release's manifest or inodes, or
  * the sharing of one session's uploads with another.
  */

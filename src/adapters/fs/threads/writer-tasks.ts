@@ -40,7 +40,7 @@ export class WriterTasks implements WriterListener {
     await this.run({ type: 'migrate', path });
   }
 
-  /** Moves the objects of the directory of shards `from` into `into` (a session's uploads, or a user's store). */
+  /** Moves a checked batch's objects (`from`, a directory of shards) into its session's uploads (`into`). */
   async adoptObjects(from: string, into: string): Promise<void> {
     await this.run({ type: 'adopt', path: from, into });
   }

@@ -10,7 +10,8 @@ const CHUNK = 64 * 1024;
 
 /**
  * A tarball job's new objects, left where its release has them instead of linked into the
- * store as they are written: the digest and the release's path of each, packed (about 80
+ * store as they are written (or the session's uploads an assembly linked): the digest and
+ * the release's path of each, packed (about 80
  * bytes an object, outside the heap). The job's later files of the same bytes link the
  * latest; after the publish, the store adopts each by one link (ReleaseAdoption), off the
  * deploy's critical path. Found by the first 30 bits of the digest, then compared whole.

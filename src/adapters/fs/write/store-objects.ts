@@ -106,11 +106,10 @@ function collectIfUnlinked(path: string): void {
 }
 
 /**
- * Moves objects from one directory of shards into another, a few at a time: a batch's
- * objects into its session's uploads, a published session's uploads into the user's
- * store. One rename(2) each, or one for a whole shard the target lacks. An object the
- * target already has (another deploy's, meanwhile) is replaced by the same bytes; the
- * releases linking either copy keep their own links.
+ * Moves a checked batch's objects (the walk's root) into its session's uploads, a few at
+ * a time: one rename(2) each, or one for a whole shard the uploads lack. An object the
+ * uploads have already (sent again after a crash cut it short) is replaced by the same
+ * bytes; a release linking the other copy keeps its own link.
  */
 export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
   constructor(

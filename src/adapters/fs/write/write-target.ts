@@ -1,7 +1,8 @@
-import { closeSync, constants, fchmodSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
 import { PUBLISHED_DIRECTORY_MODE, PUBLISHED_FILE_MODE } from '../../../domain/archive-policy.js';
 import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR, OP_PUT, OP_RMDIR, OP_UNLINK, OP_WRITE } from '../threads/fs-ops.js';
-import type { StagingObjects } from '../threads/fs-protocol.js';
+import { UPLOADS_MARK, type StagingObjects } from '../threads/fs-protocol.js';
+import { isMissing } from '../threads/fs-errors.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
 import { NewObjects } from './new-objects.js';
 import { isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
@@ -26,8 +27,10 @@ export class Target {
   private uploaded: ObjectHints | undefined;
   /** Uploads read and hashed already (an untrusted session's, linkUploaded), by name: a hint could pass one unread. */
   private readonly checked = new Set<string>();
-  /** A tarball's new objects, which the store adopts after the publish (StagingObjects.writes). */
+  /** A tarball's new objects, or the uploads an assembly linked: the store adopts them from the release after the publish. */
   private readonly adoptLater: NewObjects | undefined;
+  /** Whether the uploads are as they were checked (StagingObjects.boot): read once they are listed. */
+  private uploadsTrusted: boolean | undefined;
   private spares = 0;
   /** Objects a LINK found in neither the store nor the uploads: the release cannot be built. */
   readonly missing = new Set<string>();
@@ -43,10 +46,10 @@ export class Target {
     /** The umask would strip the published modes: set them explicitly. */
     private readonly chmod: boolean,
   ) {
-    this.adoptLater = objects.writes === 'release' ? new NewObjects() : undefined;
+    this.adoptLater = objects.writes === 'release' || objects.uploads !== undefined ? new NewObjects() : undefined;
   }
 
-  /** A tarball's new objects, packed, for the store to adopt after the publish; undefined for any other job. */
+  /** A tarball's new objects or the uploads an assembly linked, packed, for the store to adopt after the publish; undefined for any other job. */
   newObjects(): Uint8Array | undefined {
     return this.adoptLater?.packed();
   }
@@ -172,20 +175,27 @@ export class Target {
   /**
    * Links the session's uploaded object `name` as `path`, if the uploads hold it (listed
    * once, as hints: most files of a redeploy are the store's, and a failed link(2) for
-   * each would cost a thrown error). An upload written before this machine last started
-   * may have lost bytes with the power: it is read and hashed once before any file links it.
+   * each would cost a thrown error), and lists the first file of each for the store. An
+   * upload not known to be of this boot may have lost bytes with the power: it is read
+   * and hashed once before any file links it. The mark is read after the listing: a batch
+   * of another machine's clears it before its objects land (upload-trust.ts).
    */
   private linkUploaded(name: string, digest: Uint8Array, path: string): boolean {
     const uploads = this.objects.uploads;
     if (uploads === undefined) return false;
-    this.uploaded ??= listStore(uploads);
+    if (this.uploaded === undefined) {
+      this.uploaded = listStore(uploads);
+      this.uploadsTrusted = this.objects.boot !== undefined && readMark(uploads) === this.objects.boot;
+    }
     if (!this.uploaded.has(digest)) return false;
     const object = `${uploads}/${name}`;
-    if (!this.objects.uploadsTrusted && !this.checked.has(name)) {
+    if (!this.uploadsTrusted && !this.checked.has(name)) {
       if (!isIntact(object, digest)) return false;
       this.checked.add(name);
     }
-    return linkOrCopy(object, path);
+    if (!linkOrCopy(object, path)) return false;
+    if (this.adoptLater!.pathOf(digest) === undefined) this.adoptLater!.add(digest, path.slice(this.root.length + 1));
+    return true;
   }
 
   /** Lists a file just written as a new object, where the release has it, for the store to adopt after the publish. */
@@ -207,6 +217,16 @@ export class Target {
   /** A name for a temporary link, unique within the job's own directory beside its area (StagingObjects.fresh), which no other job uses. */
   private spare(): string {
     return `${this.objects.fresh}/tmp+${(this.spares += 1)}`;
+  }
+}
+
+/** The uploads' mark (UPLOADS_MARK), or undefined if there is none. */
+function readMark(uploads: string): string | undefined {
+  try {
+    return readFileSync(`${uploads}/${UPLOADS_MARK}`, 'utf8');
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
   }
 }
 
