@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
 import { basename, join } from 'node:path';
 import { inject, injectable, optional, type ServiceIdentifier } from 'inversify';
 import type { ProjectName } from '../../../domain/project-name.js';
@@ -243,14 +244,8 @@ export class DeploysTree {
  * committed, its compressed siblings (precompress/), changes its ctime. Undefined if
  * there is none.
  */
-export async function directoryIdentity(dir: string): Promise<string | undefined> {
-  try {
-    const info = await stat(dir, { bigint: true });
-    return `${info.dev}:${info.ino}:${info.ctimeNs}`;
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
-  }
+export function directoryIdentity(dir: string): Promise<string | undefined> {
+  return describeDirectory(dir, (info) => `${info.dev}:${info.ino}:${info.ctimeNs}`);
 }
 
 /**
@@ -259,10 +254,14 @@ export async function directoryIdentity(dir: string): Promise<string | undefined
  * does not share, even if the filesystem gives it the freed inode number (a birth time of
  * 0 where the filesystem keeps none). Undefined if there is none.
  */
-export async function directoryOrigin(dir: string): Promise<string | undefined> {
+export function directoryOrigin(dir: string): Promise<string | undefined> {
+  return describeDirectory(dir, (info) => `${info.dev}:${info.ino}:${info.birthtimeNs}`);
+}
+
+/** `describe` of the directory's stat, or undefined if there is none. */
+async function describeDirectory(dir: string, describe: (info: BigIntStats) => string): Promise<string | undefined> {
   try {
-    const info = await stat(dir, { bigint: true });
-    return `${info.dev}:${info.ino}:${info.birthtimeNs}`;
+    return describe(await stat(dir, { bigint: true }));
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;
