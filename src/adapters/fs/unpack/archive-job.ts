@@ -199,8 +199,8 @@ export class ArchiveJob extends WriterJob {
 
   /**
    * Where a batch's object `name` (its hex digest, checked) is written: under the name the
-   * store gives it, so that the file written is the object, moved whole into the session's
-   * uploads and from there into the store, never copied or linked on the way.
+   * store gives it, so that the file written is the object: moved into the session's
+   * uploads, linked into the release, and from there into the store, never copied.
    */
   private objectAt(name: string): string {
     const at = objectPath(name);
