@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
 import { createUser, httpDeploy, procStatus, startService, TUNING } from './service.mjs';
+import { siblingsWatch } from './siblings.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLI = join(here, '..', 'dist', 'sitedrop.mjs');
@@ -119,45 +120,15 @@ async function byHand(site, releases, round) {
   return (await timed('sh', ['-c', script])).ms;
 }
 
-/**
- * The compressed siblings the service makes after each publish, waited for: a site's
- * deploys come minutes apart, so a redeploy's base has its siblings, and nothing is still
- * compressing while the next pair is timed or the disk measured. Without the wait the disk
- * figure counted some releases' siblings and not others' (1.27-2.3 for docs, changing run
- * to run). Each release ends with one line in the log: made, skipped (no longer served), or failed.
- */
-function siblingsWatch(data, project) {
-  const ended = new Set();
-  const onLine = (line) => {
-    if (!line.includes('precompress')) return;
-    try {
-      const { msg, user, release } = JSON.parse(line);
-      if (release && /^precompress(ed|ion skipped|ion failed)/.test(msg)) ended.add(`${user}/${release}`);
-    } catch {
-      // Not a log line of the service's.
-    }
-  };
-  const latest = (user) => readdirSync(join(data, 'deploys', user, project)).filter((n) => /^\d{8}T\d{6}/.test(n)).sort().at(-1);
-  /** Resolves once every user's latest release has its siblings; throws past `limitMs`. */
-  const settled = async (users, limitMs = 300_000) => {
-    if (TUNING.PRECOMPRESS === 'off') return 0;
-    const started = Date.now();
-    while (!users.every((user) => ended.has(`${user}/${latest(user)}`))) {
-      if (Date.now() - started > limitMs) throw new Error(`the latest releases of ${users.join(', ')} had no siblings after ${limitMs / 1000} s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return Date.now() - started;
-  };
-  return { onLine, settled };
-}
-
 async function shapeRun(work, name) {
   const root = join(work, name);
   const fixture = makeSite(join(root, 'fixture'), SHAPES[name]);
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
   mkdirSync(releases, { recursive: true });
-  const siblings = siblingsWatch(data, name);
+  // Compressed siblings waited for after each round: a site's deploys come minutes apart, so a
+  // redeploy's base has them; without the wait the disk figure counted some releases' and not others'.
+  const siblings = siblingsWatch(join(data, 'deploys'));
   const service = await startService(data, {
     env: { ...TUNING, RELEASES_KEEP: '5' },
     onLine: siblings.onLine,
@@ -182,7 +153,7 @@ async function shapeRun(work, name) {
     const firstWire = proxy.take();
     execFileSync('cp', ['-a', `${fixture.site}/.`, join(releases, 'r0')]);
     await httpDeploy(service.url, tarToken, name, fixture.archive);
-    const siblingWaits = [await siblings.settled(['cli', 'tar'])];
+    const siblingWaits = [await siblings.settled([['cli', name], ['tar', name]])];
     const rows = [];
     for (let round = 1; round <= Number(opts.rounds); round += 1) {
       const changed = churn(fixture.site, Number(opts.churn), round);
@@ -210,7 +181,7 @@ async function shapeRun(work, name) {
       }
       const wire = proxy.take();
       await httpDeploy(service.url, tarToken, name, fixture.archive);
-      siblingWaits.push(await siblings.settled(['cli', 'tar']));
+      siblingWaits.push(await siblings.settled([['cli', name], ['tar', name]]));
       rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, nodeMs, nodeShare: nodeMs / handMs, wire, full, wireShare: wire / full });
       console.log(
         `${name} round ${round}: ${changed} files changed; CLI ${(cliMs / 1000).toFixed(3)} s, by hand ${(handMs / 1000).toFixed(3)} s, ratio ${(cliMs / handMs).toFixed(2)}; ` +

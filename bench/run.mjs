@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
 import { startMonitor } from './monitor.mjs';
 import { createUser, deleteUser, httpDeploy, startService, TUNING } from './service.mjs';
+import { siblingsWatch } from './siblings.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -66,7 +67,9 @@ const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.
 async function startBenchService(dataDir) {
   const phases = new Map();
   const flushes = [];
+  const siblings = siblingsWatch(join(dataDir, 'deploys'));
   const onLine = (line) => {
+    siblings.onLine(line);
     if (line.includes('"msg":"staged"')) flushes.push(JSON.parse(line).phasesMs.flush);
     // Background work beside the timed deploys, for the log: when each release's siblings were done, and how.
     if (line.includes('"msg":"precompressed"')) {
@@ -78,18 +81,22 @@ async function startBenchService(dataDir) {
     if (!phases.has(entry.project)) phases.set(entry.project, []);
     phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
-  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases };
+  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases, siblings };
 }
 
+/** The user of the repeats; each first deploy is a new user's. */
+const BENCH_USER = 'bench';
 let firstCounter = 0;
 /**
  * First deploys: each timed deploy is a new user's, whose store is empty, so every file is
  * new (what a new site, a new user or a build whose output is all new pays). A repeat finds
- * its files stored and mostly links them. The users go again, outside the timing, in
- * `settled` (their files deleted, then the trash emptied).
+ * its files stored and mostly links them. The users stay until the series ends (`forget`):
+ * deleting 40,000 files between pairs left this disk (ext4 mounted with `discard`) busy
+ * past the sync, and whichever side ran next paid for it, 10x either way.
  */
 function firstDeploys(service, monitor) {
   const users = [];
+  const sites = [];
   return {
     /** Deploys each of `projects` at once, each as a new user; returns ms. */
     async deploy(archive, projects) {
@@ -98,6 +105,7 @@ function firstDeploys(service, monitor) {
         const user = `first${(firstCounter += 1)}`;
         tokens.push(await createUser(service.url, user));
         users.push(user);
+        sites.push([user, projects[i]]);
       }
       return monitor.during(async () => {
         const t = now();
@@ -105,7 +113,13 @@ function firstDeploys(service, monitor) {
         return now() - t;
       }, false);
     },
+    /** Every first deploy's siblings made, nothing pruned, the disk flushed: the series' own `settled`. */
+    async settled() {
+      await service.siblings.settled(sites);
+      execFileSync('sync');
+    },
     async forget() {
+      sites.length = 0;
       for (const user of users.splice(0)) await deleteUser(service.url, user);
     },
   };
@@ -165,6 +179,7 @@ async function trashEmptied(deploysRoot) {
  * filesystem), and the by-hand side ran while the service's collector was deleting.
  */
 async function settle(service, handRoot, projects) {
+  await service.siblings.settled(projects.map((p) => [BENCH_USER, p]));
   await trashEmptied(service.deploysRoot);
   for (const p of projects) pruneByHand(handRoot, p);
   execFileSync('sync');
@@ -247,7 +262,7 @@ async function main() {
   mkdirSync(work, { recursive: true });
   const results = { machine: { node: process.version, cpus: (await import('node:os')).cpus().length }, pairs: PAIRS, scenarios: [], memory: undefined };
   const service = await startBenchService(join(work, 'service'));
-  const token = await createUser(service.url, 'bench');
+  const token = await createUser(service.url, BENCH_USER);
   const handRoot = join(work, 'by-hand');
   const archives = {};
   try {
@@ -262,8 +277,9 @@ async function main() {
       const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
       const servicePhasesMs = medianPhases(service, [name]);
       const first = firstDeploys(service, monitor);
-      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), async () => { await first.forget(); await settled(); });
+      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => first.settled());
       await first.forget();
+      await settled();
       await polledDeploys(settled, () => deploy(true));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
       rmSync(fixture.site, { recursive: true, force: true });
@@ -289,9 +305,10 @@ async function main() {
         () => first.deploy(archives[base], projects),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
-        async () => { await first.forget(); await settle(service, handRoot, projects); },
+        () => first.settled(),
       );
       await first.forget();
+      await settle(service, handRoot, projects);
       await polledDeploys(() => settle(service, handRoot, projects), () => together(true));
       results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
     }
