@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { makeSite, SHAPES } from './fixtures.mjs';
 import { createUser, httpDeploy, procStatus, startService, TUNING } from './service.mjs';
 import { siblingsWatch } from './siblings.mjs';
+import { resetPeak } from './monitor.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLI = join(here, '..', 'dist', 'sitedrop.mjs');
@@ -149,9 +150,20 @@ async function shapeRun(work, name) {
       return statSync(fixture.archive).size;
     };
 
+    // Each part's own peak RSS: the kernel's high-water mark reset as a deploy starts and read
+    // as the next starts, so what a deploy leaves to do after its answer counts as its own.
+    const peaks = { first: [], archives: [], redeploys: [] };
+    let part;
+    const startPart = (name) => {
+      if (part) part.push(procStatus(service.pid, 'VmHWM') / 1024);
+      part = name && peaks[name];
+      resetPeak(service.pid);
+    };
+    startPart('first');
     const first = await cli([]);
     const firstWire = proxy.take();
     execFileSync('cp', ['-a', `${fixture.site}/.`, join(releases, 'r0')]);
+    startPart('archives');
     await httpDeploy(service.url, tarToken, name, fixture.archive);
     const siblingWaits = [await siblings.settled([['cli', name], ['tar', name]])];
     const rows = [];
@@ -168,18 +180,23 @@ async function shapeRun(work, name) {
       const nodeMs = (await timed(process.execPath, ['-e', '0'])).ms;
       let cliMs;
       let handMs;
+      const redeploy = async () => {
+        startPart('redeploys');
+        return (await cli([])).ms;
+      };
       if (round % 2) {
         execFileSync('sync');
-        cliMs = (await cli([])).ms;
+        cliMs = await redeploy();
         execFileSync('sync');
         handMs = await byHand(fixture.site, releases, round);
       } else {
         execFileSync('sync');
         handMs = await byHand(fixture.site, releases, round);
         execFileSync('sync');
-        cliMs = (await cli([])).ms;
+        cliMs = await redeploy();
       }
       const wire = proxy.take();
+      startPart('archives');
       await httpDeploy(service.url, tarToken, name, fixture.archive);
       siblingWaits.push(await siblings.settled([['cli', name], ['tar', name]]));
       rows.push({ round, changed, cliMs, handMs, ratio: cliMs / handMs, nodeMs, nodeShare: nodeMs / handMs, wire, full, wireShare: wire / full });
@@ -190,6 +207,7 @@ async function shapeRun(work, name) {
     }
     // Retention and the store's collection run in the background: let them settle.
     await new Promise((resolve) => setTimeout(resolve, 3000));
+    startPart(undefined);
     const disk = (user) => {
       const project = join(data, 'deploys', user, name);
       const kept = readdirSync(project).sort();
@@ -204,7 +222,8 @@ async function shapeRun(work, name) {
       name,
       files: fixture.files,
       // The service's peak over the whole shape: tarball and incremental deploys, the manifests it remembers.
-      peakRssMiB: procStatus(service.pid, 'VmHWM') / 1024,
+      peakRssMiB: Math.max(...peaks.first, ...peaks.archives, ...peaks.redeploys),
+      peaksMiB: peaks,
       firstDeployMs: first.ms,
       firstWire,
       medianRatio: median(rows.map((r) => r.ratio)),
@@ -222,7 +241,8 @@ async function shapeRun(work, name) {
     console.log(
       `${name}: CLI/by-hand median ${result.medianRatio.toFixed(2)} (worst ${result.worstRatio.toFixed(2)}); node -e 0 / by hand ${result.medianNodeShare.toFixed(2)}; wire median ${result.medianWireShare.toFixed(3)}x (worst ${result.worstWireShare.toFixed(3)}x); ` +
         `${result.cliDisk.kept} releases: CLI ${result.cliDisk.ratio.toFixed(2)}x, tarball ${result.tarDisk.ratio.toFixed(2)}x, by hand ${handDisk.ratio.toFixed(2)}x the disk of one` +
-        `${TUNING.PRECOMPRESS === 'off' ? '' : ' (the service\'s with compressed siblings, by hand\'s without: PRECOMPRESS=off compares like with like)'}; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB; ` +
+        `${TUNING.PRECOMPRESS === 'off' ? '' : ' (the service\'s with compressed siblings, by hand\'s without: PRECOMPRESS=off compares like with like)'}; service peak RSS ${result.peakRssMiB.toFixed(1)} MiB ` +
+        `(${Object.entries(peaks).map(([k, v]) => `${k} ${v.map((m) => m.toFixed(1)).join(', ')}`).join('; ')}); ` +
         `waited for siblings ${siblingWaits.map((ms) => (ms / 1000).toFixed(1)).join(', ')} s`,
     );
     return result;

@@ -15,7 +15,7 @@ export const percentile = (xs, p) => {
 
 const readStatus = (pid, field) => procStatus(pid, field) * 1024;
 
-function resetPeak(pid) {
+export function resetPeak(pid) {
   try {
     // Linux 4.0+: resets VmHWM to the current RSS, so each window's own peak can be read.
     writeFileSync(`/proc/${pid}/clear_refs`, '5');

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { makeLargeUpload, makeSite, SHAPES } from './fixtures.mjs';
 import { startMonitor } from './monitor.mjs';
-import { createUser, deleteUser, httpDeploy, startService, TUNING } from './service.mjs';
+import { createUser, httpDeploy, startService, TUNING } from './service.mjs';
 import { siblingsWatch } from './siblings.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -81,7 +81,8 @@ async function startBenchService(dataDir) {
     if (!phases.has(entry.project)) phases.set(entry.project, []);
     phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
-  return { ...(await startService(dataDir, { env: TUNING, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases, siblings };
+  // Every release kept until the run ends: see `settle`.
+  return { ...(await startService(dataDir, { env: { RELEASES_KEEP: '10000', ...TUNING }, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases, siblings };
 }
 
 /** The user of the repeats; each first deploy is a new user's. */
@@ -90,12 +91,9 @@ let firstCounter = 0;
 /**
  * First deploys: each timed deploy is a new user's, whose store is empty, so every file is
  * new (what a new site, a new user or a build whose output is all new pays). A repeat finds
- * its files stored and mostly links them. The users stay until the series ends (`forget`):
- * deleting 40,000 files between pairs left this disk (ext4 mounted with `discard`) busy
- * past the sync, and whichever side ran next paid for it, 10x either way.
+ * its files stored and mostly links them. The users stay until the run ends (see `settle`).
  */
 function firstDeploys(service, monitor) {
-  const users = [];
   const sites = [];
   return {
     /** Deploys each of `projects` at once, each as a new user; returns ms. */
@@ -104,7 +102,6 @@ function firstDeploys(service, monitor) {
       for (let i = 0; i < projects.length; i += 1) {
         const user = `first${(firstCounter += 1)}`;
         tokens.push(await createUser(service.url, user));
-        users.push(user);
         sites.push([user, projects[i]]);
       }
       return monitor.during(async () => {
@@ -113,15 +110,8 @@ function firstDeploys(service, monitor) {
         return now() - t;
       }, false);
     },
-    /** Every first deploy's siblings made, nothing pruned, the disk flushed: the series' own `settled`. */
-    async settled() {
-      await service.siblings.settled(sites);
-      execFileSync('sync');
-    },
-    async forget() {
-      sites.length = 0;
-      for (const user of users.splice(0)) await deleteUser(service.url, user);
-    },
+    /** The series' `settled`: every first deploy's siblings made, the disk flushed. */
+    settled: () => settle(service, sites),
   };
 }
 
@@ -144,19 +134,6 @@ function byHand(root, archive, project, durable = false) {
   });
 }
 
-/** Keeps the by-hand side's disk use level with the service's retention, outside the timing. */
-function pruneByHand(root, project, keep = 5) {
-  const dir = join(root, 'deploys', project);
-  let names;
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return; // nothing deployed by hand yet
-  }
-  names.sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
-  for (const name of names.slice(0, Math.max(0, names.length - keep))) rmSync(join(dir, name), { recursive: true, force: true });
-}
-
 /** Resolves once the service's background collector has deleted every pruned release. */
 async function trashEmptied(deploysRoot) {
   for (;;) {
@@ -172,16 +149,18 @@ async function trashEmptied(deploysRoot) {
 }
 
 /**
- * Between timed runs, outside the timing: let the service finish deleting what it pruned,
- * prune the by-hand side alike, then flush the whole disk. Each side then starts from a
- * quiet disk and pays only for its own work: without it, the service's one syncfs also
- * wrote back the by-hand side's last extraction and deletions (syncfs flushes the whole
- * filesystem), and the by-hand side ran while the service's collector was deleting.
+ * Between timed runs, outside the timing: let the service finish what it does after its
+ * answers (the sites' compressed siblings, deleting what it pruned), then flush the whole
+ * disk. Each side then starts from a quiet disk and pays only for its own work: without the
+ * flush, the service's one syncfs also wrote back the by-hand side's last extraction.
+ * Nothing is deleted until the run ends, on either side (RELEASES_KEEP is high, no by-hand
+ * pruning, no user deleted): on this disk (ext4 mounted with `discard` on a virtual disk) a
+ * tar of 40,000 files took 13-30 s just after 40,000 had been deleted and synced, and 1.1-2
+ * s otherwise, so whichever side ran after a deletion paid 10x for it.
  */
-async function settle(service, handRoot, projects) {
-  await service.siblings.settled(projects.map((p) => [BENCH_USER, p]));
+async function settle(service, sites) {
+  await service.siblings.settled(sites);
   await trashEmptied(service.deploysRoot);
-  for (const p of projects) pruneByHand(handRoot, p);
   execFileSync('sync');
 }
 
@@ -273,29 +252,27 @@ async function main() {
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
       const monitor = await startMonitor(service);
       const deploy = (poll) => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive), poll);
-      const settled = () => settle(service, handRoot, [name]);
+      const settled = () => settle(service, [[BENCH_USER, name]]);
       const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
       const servicePhasesMs = medianPhases(service, [name]);
       const first = firstDeploys(service, monitor);
-      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), () => first.settled());
-      await first.forget();
-      await settled();
+      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), first.settled);
       await polledDeploys(settled, () => deploy(true));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
-      rmSync(fixture.site, { recursive: true, force: true });
     }
     const base = opts.shapes.includes('standard') ? 'standard' : opts.shapes.split(',')[0];
     const projects = Array.from({ length: CONCURRENT }, (_, i) => `together-${i}`);
     if (CONCURRENT > 1) {
       process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
       const monitor = await startMonitor(service);
+      const sites = projects.map((p) => [BENCH_USER, p]);
       const together = (poll) => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }, poll);
       const r = await pairs(
         `${CONCURRENT}x ${base}`,
         () => together(false),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
-        () => settle(service, handRoot, projects),
+        () => settle(service, sites),
       );
       const baseScenario = results.scenarios.find((s) => s.name === base);
       const servicePhasesMs = medianPhases(service, projects);
@@ -305,11 +282,9 @@ async function main() {
         () => first.deploy(archives[base], projects),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
-        () => first.settled(),
+        first.settled,
       );
-      await first.forget();
-      await settle(service, handRoot, projects);
-      await polledDeploys(() => settle(service, handRoot, projects), () => together(true));
+      await polledDeploys(() => settle(service, sites), () => together(true));
       results.scenarios.push({ name: `${CONCURRENT}x ${base} at once`, files: baseScenario.files * CONCURRENT, unpackedBytes: baseScenario.unpackedBytes * CONCURRENT, gzipBytes: baseScenario.gzipBytes * CONCURRENT, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
     }
   } finally {
