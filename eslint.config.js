@@ -16,7 +16,7 @@ const outerWorld = [
  * sides of a thread share: the protocol, the op encoding, the flow control, the object
  * names. Nothing of the main thread's (its async fs, the container, its services).
  */
-const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings'];
+const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/quiet-collection', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings'];
 const onThreads = [
   {
     // Any path out of the folder but to the shared files above and to the domain.

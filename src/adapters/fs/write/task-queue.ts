@@ -46,6 +46,11 @@ export class WriterTaskQueue {
 
   constructor(private readonly answer: (message: WriterTaskAnswer) => void) {}
 
+  /** A task is in hand or waiting. */
+  get busy(): boolean {
+    return this.running;
+  }
+
   add(request: WriterTaskRequest): void {
     const lane = request.type === 'manifest' || request.type === 'inodes' ? this.walks : this.queued;
     lane.push({ id: request.id, task: taskFor(request) });
