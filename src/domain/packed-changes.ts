@@ -2,7 +2,7 @@ import { shownName, type ArchiveLimits } from './archive-policy.js';
 import { ManifestRejected } from './errors.js';
 import type { Digest, ManifestChanges, ManifestFile } from './manifest.js';
 import { copyBytes, DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
-import { PackedManifest } from './packed-manifest.js';
+import { PackedManifest, sharedBytes } from './packed-manifest.js';
 import { PackedPaths } from './packed-paths.js';
 
 /** Adds to `dirs` the directories `path` implies; a parent there already has its own there too. */
@@ -157,7 +157,7 @@ function write(base: PackedManifest, files: PackedPaths, changed: readonly Manif
     length += FILE_FIXED_BYTES + (entry < 0 ? Buffer.byteLength(changed[-entry - 1]!.path) : files.pathEnd(entry) - files.pathStart(entry));
     bytes += entry < 0 ? changed[-entry - 1]!.size : files.size(entry);
   }
-  const packed = Buffer.allocUnsafeSlow(length);
+  const packed = sharedBytes(length);
   packed.writeUInt32LE(entries.length, 0);
   packed.writeUInt32LE(objects.count, 4);
   packed.writeDoubleLE(bytes, 8);

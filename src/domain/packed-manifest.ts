@@ -33,6 +33,17 @@ export interface PackedFile {
  *
  * Only ever made from a manifest already checked (manifest.ts): it holds no rule of its own.
  */
+/**
+ * A packed manifest's bytes, in memory the file-system threads share: posted to one, they
+ * are not copied. A 40,000-file redeploy posts its base's and its own manifest (3.7 MB
+ * each) to the unpack thread three or four times, and each copy stayed there until that
+ * thread collected (11-19 MiB at the deploy's peak; docs/performance.md). Nothing ever
+ * writes to a manifest's bytes once packed.
+ */
+export function sharedBytes(length: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(length));
+}
+
 export class PackedManifest {
   private table: Uint32Array | undefined;
   /** canonicalDigest's, once asked: a release remembered (ManifestMemory) is named by it at each redeploy from it. */
@@ -49,7 +60,7 @@ export class PackedManifest {
   static pack(manifest: Manifest): PackedManifest {
     let length = HEADER_BYTES + manifest.objects.size * OBJECT_BYTES;
     for (const file of manifest.files) length += FILE_FIXED_BYTES + Buffer.byteLength(file.path);
-    const packed = Buffer.allocUnsafeSlow(length);
+    const packed = sharedBytes(length);
     packed.writeUInt32LE(manifest.files.length, 0);
     packed.writeUInt32LE(manifest.objects.size, 4);
     packed.writeDoubleLE(manifest.bytes, 8);
@@ -73,16 +84,16 @@ export class PackedManifest {
 
   /**
    * The packed form read back (from the database, or another thread); a run of bytes of
-   * another shape is an error, not a manifest.
+   * another shape is an error, not a manifest. Bytes not in shared memory of their own
+   * (the database's, or a view into a larger buffer, as pg hands small values out of an
+   * 8 KiB one) are copied into it once (`sharedBytes`).
    */
   static from(bytes: Uint8Array): PackedManifest {
     const malformed = (): Error => new Error('not a packed manifest');
     if (!(bytes instanceof Uint8Array)) throw malformed();
-    // A view into a larger buffer (pg hands small values out of a shared 8 KiB one) is
-    // copied: posted to a thread or kept, it would carry the whole buffer with it.
-    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const packed = whole ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : Buffer.allocUnsafeSlow(bytes.byteLength);
-    if (!whole) packed.set(bytes);
+    const own = bytes.buffer instanceof SharedArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const packed = own ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : sharedBytes(bytes.byteLength);
+    if (!own) packed.set(bytes);
     if (packed.length < HEADER_BYTES) throw malformed();
     const fileCount = packed.readUInt32LE(0);
     const objectCount = packed.readUInt32LE(4);

@@ -48,8 +48,8 @@ export type Outcome =
   | { type: 'failed'; job: number; kind: FailureKind; message: string; missing?: string[] };
 
 /**
- * A session's manifest as PackedManifest.packed holds it: one copy of its bytes per
- * message, not 40,000 objects cloned into the thread. As `expect`, the upload is a batch
+ * A session's manifest as PackedManifest.packed holds it: bytes in shared memory, which a
+ * message hands over without a copy, not 40,000 objects cloned into the thread. As `expect`, the upload is a batch
  * of objects rather than a site: every entry must be a file at the root named by the
  * SHA-256 of its bytes, one of the manifest's digests, of its size there.
  */
