@@ -34,11 +34,13 @@ export interface PackedFile {
  * Only ever made from a manifest already checked (manifest.ts): it holds no rule of its own.
  */
 /**
- * A packed manifest's bytes, in memory the file-system threads share: posted to one, they
- * are not copied. A 40,000-file redeploy posts its base's and its own manifest (3.7 MB
- * each) to the unpack thread three or four times, and each copy stayed there until that
- * thread collected (11-19 MiB at the deploy's peak; docs/performance.md). Nothing ever
- * writes to a manifest's bytes once packed.
+ * Bytes for a manifest packed in this process, in memory the file-system threads share:
+ * posted to one, they are not copied. A 40,000-file redeploy posts its base's and its own
+ * manifest (3.7 MB each) to the unpack thread for the release prepared at the open, its
+ * amend and its rest, and each copy stayed there until that thread collected (11-19 MiB
+ * at the deploy's peak; docs/performance.md). Nothing ever writes to a manifest's bytes
+ * once packed. V8 does not count shared memory towards a thread's collections, so bytes
+ * read from the database, posted once if at all, are not copied into it.
  */
 export function sharedBytes(length: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(length));
@@ -84,16 +86,18 @@ export class PackedManifest {
 
   /**
    * The packed form read back (from the database, or another thread); a run of bytes of
-   * another shape is an error, not a manifest. Bytes not in shared memory of their own
-   * (the database's, or a view into a larger buffer, as pg hands small values out of an
-   * 8 KiB one) are copied into it once (`sharedBytes`).
+   * another shape is an error, not a manifest. Whole bytes are kept as they are: shared
+   * ones (another thread's) stay shared, and the database's are not copied on each
+   * request that reads a session (posted, they are cloned as before). A view into a
+   * larger buffer (pg hands small values out of an 8 KiB one) is copied: posted to a
+   * thread or kept, it would carry the whole buffer with it.
    */
   static from(bytes: Uint8Array): PackedManifest {
     const malformed = (): Error => new Error('not a packed manifest');
     if (!(bytes instanceof Uint8Array)) throw malformed();
-    const own = bytes.buffer instanceof SharedArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    const packed = own ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : sharedBytes(bytes.byteLength);
-    if (!own) packed.set(bytes);
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const packed = whole ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : sharedBytes(bytes.byteLength);
+    if (!whole) packed.set(bytes);
     if (packed.length < HEADER_BYTES) throw malformed();
     const fileCount = packed.readUInt32LE(0);
     const objectCount = packed.readUInt32LE(4);

@@ -101,12 +101,14 @@ export class NodeStaging implements Staging, ReleasePreparation {
     });
   }
 
-  async assemble(user: Username, session: string, manifest: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {
+  async assemble(user: Username, session: string, asRead: PackedManifest, scope?: ProjectScope): Promise<StagedRelease> {
     const prepared = this.prepared.get(session);
     this.prepared.delete(session);
     // Finished if it was prepared for this user and manifest and its first part was
     // built; otherwise thrown away, and the release built whole.
-    const usable = prepared?.user === user && prepared.manifest.packed.equals(manifest.packed);
+    const usable = prepared?.user === user && prepared.manifest.packed.equals(asRead.packed);
+    // The same bytes: the prepared one's are in shared memory (packed here), the session's as read are not.
+    const manifest = usable ? prepared.manifest : asRead;
     if (prepared && !usable) prepared.stop.abort();
     let ahead: Ahead | undefined;
     let uploadsOnly: Uint8Array | undefined;
