@@ -35,12 +35,10 @@ export interface PackedFile {
  */
 /**
  * Bytes for a manifest packed in this process, in memory the file-system threads share:
- * posted to one, they are not copied. A 40,000-file redeploy posts its base's and its own
- * manifest (3.7 MB each) to the unpack thread for the release prepared at the open, its
- * amend and its rest, and each copy stayed there until that thread collected (11-19 MiB
- * at the deploy's peak; docs/performance.md). Nothing ever writes to a manifest's bytes
- * once packed. V8 does not count shared memory towards a thread's collections, so bytes
- * read from the database, posted once if at all, are not copied into it.
+ * posted to one (a redeploy posts its base and its new manifest several times), they are
+ * not copied there to wait for that thread's next collection. Nothing writes to a
+ * manifest's bytes once packed. V8 does not count shared memory towards a thread's
+ * collections, so bytes read from the database, posted once if at all, stay as they are.
  */
 export function sharedBytes(length: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(length));

@@ -7,7 +7,7 @@ const collect = (globalThis as { gc?: () => void }).gc;
 /**
  * Makes one full collection in this worker once none of `ports` has brought a message for
  * `quietMs`, `busy()` says its work is done, and its heap holds more than `heldBytes`.
- * What a large job leaves (a 40,000-file walk's or assembly's objects, 15-25 MiB) is
+ * What a large job leaves (a 40,000-file walk's or assembly's objects) is
  * otherwise kept until the next job's allocations start a collection, and that job's peak
  * stacks on it. Only past `heldBytes`: collecting after every job shrank the heap an
  * ordinary archive deploy grows again, and made the next one slower (docs/performance.md).

@@ -58,6 +58,6 @@ unpacker.on('message', (message: ToWriter) => {
 
 const tasks = new WriterTaskQueue((answer) => main.postMessage(answer));
 main.on('message', (request: WriterTaskRequest) => tasks.add(request));
-// An archive's batches leave the writer 7-12 MiB of heap in use; a walk of a 40,000-file
-// release or its assembly from a base, 20-30 MiB of garbage that the next deploy's peak stacks on.
+// An archive's batches leave the writer's heap below the threshold; a walk of a large
+// release or its assembly from a base leaves garbage that the next deploy's peak stacks on.
 collectWhenQuiet([main, unpacker], () => tasks.busy || targets.size > 0, { heldBytes: WRITER_HELD_BYTES });
