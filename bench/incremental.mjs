@@ -6,7 +6,7 @@
 // bytes the CLI puts on the wire against the full .tar.gz, and the disk five kept
 // releases take against one, for the CLI and for tarball deploys. And, each round, Node
 // starting and exiting with nothing to do (`node -e 0`): no Node CLI is faster than that.
-//   npm run build && node bench/incremental.mjs [--shapes small,standard,docs] [--rounds 5] [--dir /some/disk]
+//   npm run build && node bench/incremental.mjs [--shapes small,standard,docs] [--rounds 4] [--dir /some/disk]
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
