@@ -65,7 +65,7 @@ export class SessionOpens {
       this.readSinceCollected = 0;
       // In a task of its own after this request's, not inside it; still one pause of the
       // whole thread (30-40 ms at a 30 MB heap, docs/performance.md), once per 32 MiB read.
-      // (Node 20's synchronous { type: 'major' } frees nothing: only these two forms do.)
+      // (Node 20's synchronous { type: 'major' } frees nothing; this and the full gc() do.)
       collect?.({ type: 'major', execution: 'async' });
     };
   }

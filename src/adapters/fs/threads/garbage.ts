@@ -35,7 +35,7 @@ export class YoungGarbage {
     if (this.sinceCollected < this.everyBytes || !collect) return;
     this.sinceCollected = 0;
     collect({ type: 'minor' });
-    // gc({ type: 'major' }) frees no buffers in Node 20: only the full gc() does.
+    // gc({ type: 'major' }) frees nothing in Node 20; the full gc() does (as would the async form, later).
     if (!isMainThread && process.memoryUsage().arrayBuffers - spareBytes() > HELD_LIMIT) collect();
   }
 }
