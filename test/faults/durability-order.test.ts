@@ -12,16 +12,18 @@ const ADMIN = 'durable-admin-token-0123456789abcdefghij';
 /**
  * A power loss cannot be staged in a test, but the order that makes one harmless can be
  * watched: the real service runs under strace, and one deploy must (1) flush the staged
- * files with syncfs, (2) rename them into place and fsync that directory, (3) rename the
- * new link over the live one and fsync the link's directory, in that order.
+ * files with syncfs after the last of them is written (flushes while they are written,
+ * which start the disk early, do not count), (2) rename them into place and fsync that
+ * directory, (3) rename the new link over the live one and fsync the link's directory,
+ * in that order. The site is large enough to unpack for longer than those early flushes' period.
  */
 describe('durability: the order of flushes and renames of one deploy (strace of the real service)', () => {
-  it('syncfs, then rename + fsync of the project directory, then link swap + fsync of the docs directory', async () => {
+  it('the last write, then syncfs, then rename + fsync of the project directory, then link swap + fsync of the docs directory', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sitedrop-strace-'));
     const trace = join(dataDir, 'trace.log');
     const child = spawn(
       'strace',
-      ['-f', '-qq', '-y', '-s', '300', '-e', 'trace=syncfs,fsync,fdatasync,rename,renameat,renameat2,symlink,symlinkat', '-o', trace, process.execPath, ...NODE_FLAGS, MAIN],
+      ['-f', '-qq', '-y', '-s', '300', '-e', 'trace=syncfs,fsync,fdatasync,rename,renameat,renameat2,symlink,symlinkat,openat,write,pwrite64,writev', '-o', trace, process.execPath, ...NODE_FLAGS, MAIN],
       { env: { ...START_ENV, PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -45,7 +47,7 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
       const token = ((await auth.json()) as { token: string }).token;
       const form = new FormData();
       form.append('project', 'site');
-      form.append('file', new Blob([versionedSite('v1', 50)]), 'site.tgz');
+      form.append('file', new Blob([versionedSite('v1', 2_000)]), 'site.tgz');
       const deployed = await fetch(`${url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
       expect(deployed.status).toBe(200);
       const release = ((await deployed.json()) as { release: string }).release;
@@ -61,13 +63,22 @@ describe('durability: the order of flushes and renames of one deploy (strace of 
       const projectDir = join(dataDir, 'deploys/dura/site');
       const docsDir = join(dataDir, 'docs/dura');
       const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      const flush = find('syncfs of the staged release', /syncfs\(\d+<[^>]*\/\.staging\/deploy\+/);
-      const commit = find('rename into place', new RegExp(`rename(at2?)?\\(.*\\.staging/deploy\\+[^"]*", .*"${esc(projectDir)}/${release}"`), flush);
+      const staged = /\/\.staging\/deploy\+/;
+      const commitPattern = new RegExp(`rename(at2?)?\\(.*\\.staging/deploy\\+[^"]*", .*"${esc(projectDir)}/${release}"`);
+      const renamed = find('rename into place', commitPattern);
+      let written = -1;
+      lines.forEach((line, i) => {
+        if (i < renamed && /^\d+ +(openat|p?write(v|64)?)\(/.test(line) && staged.test(line)) written = i;
+      });
+      expect(written).toBeGreaterThan(-1);
+      const earlier = lines.filter((line, i) => i < written && /syncfs\(/.test(line)).length;
+      const flush = find('syncfs of the staged release after its last write', /syncfs\(\d+<[^>]*\/\.staging\/deploy\+/, written);
+      const commit = find('rename into place', commitPattern, flush);
       const commitSync = find('fsync of the project directory', new RegExp(`f(data)?sync\\(\\d+<${esc(projectDir)}>`), commit);
       const link = find('the new symlink', new RegExp(`symlink(at)?\\("${esc(projectDir)}/${release}/", .*"${esc(docsDir)}/\\.site\\.tmp\\+`), commitSync);
       const swap = find('the link swap', new RegExp(`rename(at2?)?\\(.*"${esc(docsDir)}/\\.site\\.tmp\\+[^"]+", .*"${esc(docsDir)}/site"`), link);
       const swapSync = find('fsync of the docs directory', new RegExp(`f(data)?sync\\(\\d+<${esc(docsDir)}>`), swap);
-      console.log(`trace order: syncfs@${flush} < rename@${commit} < fsync@${commitSync} < symlink@${link} < swap@${swap} < fsync@${swapSync}`);
+      console.log(`trace order (${earlier} flushes while writing): last write@${written} < syncfs@${flush} < rename@${commit} < fsync@${commitSync} < symlink@${link} < swap@${swap} < fsync@${swapSync}`);
     } finally {
       if (child.exitCode === null) {
         try {

@@ -26,6 +26,38 @@ export const syncfsMethod: 'native' | 'sync -f' = binding ? 'native' : 'sync -f'
  */
 export const syncFilesystem: (path: string) => Promise<void> = binding ? (path) => binding.syncfs(path) : syncFilesystemBySpawn;
 
+/** The flush begun while a release is written, if one is: every deploy's is the same syncfs. */
+let flushingEarly: Promise<void> | undefined;
+
+/**
+ * Runs `work` (writing a release under `path`) while the filesystem is flushed every
+ * `everyMs`, one flush at a time for the whole process, so that the disk writes the
+ * release back while the deploy is still unpacking, which on two cores waits on the CPU,
+ * not the disk; the flush after it then has only the tail left (docs/performance.md,
+ * "Flushed while it unpacks"). Work shorter than `everyMs` is not flushed early at all.
+ * An early flush's failure is the final flush's to report.
+ */
+export async function flushingMeanwhile<T>(path: string, work: () => Promise<T>, everyMs: number, flush = syncFilesystem): Promise<T> {
+  let done = false;
+  let timer: NodeJS.Timeout | undefined;
+  const next = (): void => {
+    timer = setTimeout(() => {
+      if (done) return;
+      flushingEarly ??= flush(path)
+        .catch(() => undefined)
+        .finally(() => (flushingEarly = undefined));
+      void flushingEarly.then(next);
+    }, everyMs);
+  };
+  next();
+  try {
+    return await work();
+  } finally {
+    done = true;
+    clearTimeout(timer);
+  }
+}
+
 /** Makes a directory's entries (a rename, a new link) durable. */
 export async function fsyncDirectory(path: string): Promise<void> {
   const handle = await open(path, 'r');

@@ -10,7 +10,7 @@ import type { Username } from '../../../domain/username.js';
 import { LOGGER, type Logger } from '../../log/logger.js';
 import { ARCHIVE_EXTRACTOR, type ArchiveExtractor, type Assembled } from '../threads/archive-extractor.js';
 import { DeploysTree, type StagingArea } from '../layout/deploys-tree.js';
-import { syncFilesystem } from '../layout/durability.js';
+import { flushingMeanwhile, syncFilesystem } from '../layout/durability.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { ProjectContent } from '../store/project-content.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
@@ -70,6 +70,14 @@ function flag(flags: Uint8Array, manifest: PackedManifest, digests: readonly str
  * cause. One per user, so that one user's idle sessions cannot take them all.
  */
 const PREPARED_AT_ONCE = 4;
+
+/**
+ * How often the filesystem is flushed while a staging area fills: its bytes go to disk
+ * while the deploy is still unpacking, and the flush that ends the staging (the one its
+ * durability rests on) has only the tail left. A staging shorter than this is flushed
+ * once, at its end (docs/performance.md, "Flushed while it unpacks").
+ */
+const EARLY_FLUSH_MS = 100;
 
 /**
  * Staging areas in DEPLOYS_ROOT/.staging, filled by the unpack and writer threads from
@@ -272,7 +280,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
     const area = opened ?? (await this.tree.openStagingArea());
     try {
       const started = performance.now();
-      const filled = await filling(area);
+      const filled = await flushingMeanwhile(area.dir, () => filling(area), EARLY_FLUSH_MS);
       await chmod(area.dir, 0o755); // mkdtemp makes it 0700; the web server must read the release root
       const flushing = performance.now();
       await syncFilesystem(area.dir);
