@@ -47,7 +47,7 @@ export async function flushingMeanwhile<T>(path: string, work: () => Promise<T>,
         .catch(() => undefined)
         .finally(() => (flushingEarly = undefined));
       void flushingEarly.then(next);
-    }, everyMs);
+    }, everyMs).unref();
   };
   next();
   try {

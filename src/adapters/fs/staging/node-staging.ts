@@ -82,8 +82,8 @@ const EARLY_FLUSH_MS = 100;
 /**
  * Staging areas in DEPLOYS_ROOT/.staging, filled by the unpack and writer threads from
  * an archive or from the user's store, flushed as they fill, then made durable with one
- * syncfs after the last write. Logs each
- * staging's own phases: no use case needs them, the operator and the benchmark do.
+ * syncfs after the last write. Logs each staging's own phases: no use case needs them,
+ * the operator and the benchmark do.
  */
 @injectable()
 export class NodeStaging implements Staging, ReleasePreparation {
