@@ -142,6 +142,23 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(await live('big')).toEqual(await contents(root));
   }, 120_000);
 
+  it('sends photos and fonts as stored blocks in a second gzip member, which the server takes as one archive', async () => {
+    const pattern = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i % 97) + seed));
+    const root = await site('media', { 'index.html': 'media', 'a.html': 'a', 'photo.JPG': pattern(200_000, 1), 'font.woff2': pattern(50_000, 2) });
+    await deployed([root, '--project', 'media', '--full']);
+    await writeFile(join(root, 'a.html'), 'a, changed');
+    await writeFile(join(root, 'photo.JPG'), pattern(200_000, 3));
+    await writeFile(join(root, 'font.woff2'), pattern(50_000, 4));
+    const mark = proxy.seen.length;
+    expect(await deployed([root, '--project', 'media'])).toMatchObject({ mode: 'incremental', sentFiles: 3 });
+    const [batch] = batchesSince(mark);
+    // The page first, deflated; then the font and the photo as they are, in the folder's order (this pattern would deflate to a few KiB).
+    expect((await tarEntries(batch!.body)).map((entry) => entry.path)).toEqual([sha256('a, changed'), sha256(pattern(50_000, 4)), sha256(pattern(200_000, 3))]);
+    expect(batch!.body.length).toBeGreaterThan(250_000);
+    expect(batch!.body.indexOf(Buffer.from([0x1f, 0x8b, 8]), 1)).toBeGreaterThan(0);
+    expect(await live('media')).toEqual(await contents(root));
+  });
+
   it('--full sends the whole folder as one archive, as before', async () => {
     const root = await site('full', files);
     const mark = proxy.seen.length;

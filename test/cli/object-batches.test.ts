@@ -3,11 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
+import { alreadyCompressed, batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
 import { tarEntries } from './tar-entries.js';
 import { sha256 } from '../support/sha256.js';
 
 const MiB = 1024 * 1024;
+const bytesOf = async (stream: AsyncIterable<Buffer>): Promise<Buffer> => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks);
+};
 const object = (size: number, n = 0): MissingObject => ({ digest: n.toString(16).padStart(64, '0'), size, path: `f${n}` });
 
 describe('batchObjects', () => {
@@ -69,6 +74,37 @@ describe('packObjects', () => {
       expect(sha256(entry.bytes)).toBe(entry.path);
     }
     expect(reported.at(-1)).toBe(Object.values(contents).reduce((sum, b) => sum + b.length, 0));
+  });
+
+  it('packs files of compressed formats last, as stored blocks in a second gzip member, the tar whole across both', async () => {
+    const zeros = Buffer.alloc(MiB);
+    await writeFile(join(root, 'zeros.jpg'), zeros);
+    await writeFile(join(root, 'zeros.bin'), zeros);
+    const jpg = { digest: sha256(zeros), size: MiB, path: 'zeros.jpg' };
+    const bin = { ...jpg, path: 'zeros.bin' };
+    const mixed = [jpg, ...objects()];
+    const reported: number[] = [];
+    const packed = await bytesOf(packObjects(root, mixed, (bytes) => reported.push(bytes)));
+    const entries = await tarEntries(packed);
+    expect(entries.map((e) => e.path)).toEqual([...objects(), jpg].map((o) => o.digest));
+    for (const entry of entries) expect(sha256(entry.bytes)).toBe(entry.path);
+    expect(reported.at(-1)).toBe(mixed.reduce((sum, o) => sum + o.size, 0));
+    // The second member's header, and the megabyte of zeros kept as it is; as a .bin it deflates to a few KiB.
+    expect(packed.indexOf(Buffer.from([0x1f, 0x8b, 8]), 1)).toBeGreaterThan(0);
+    expect(packed.length).toBeGreaterThan(MiB);
+    const deflated = await bytesOf(packObjects(root, [bin]));
+    expect(deflated.length).toBeLessThan(16 * 1024);
+    expect(deflated.indexOf(Buffer.from([0x1f, 0x8b, 8]), 1)).toBe(-1);
+    // Only compressed formats alone: one member, stored.
+    expect((await tarEntries(packObjects(root, [jpg]))).map((e) => e.path)).toEqual([jpg.digest]);
+    // A photo changed since it was hashed is refused from the second member as from the first.
+    await writeFile(join(root, 'zeros.jpg'), Buffer.alloc(MiB, 1));
+    await expect(tarEntries(packObjects(root, mixed))).rejects.toThrow('zeros.jpg changed while it was being deployed: deploy again');
+  });
+
+  it('knows compressed formats by extension, in any case, and nothing by a directory\'s name', () => {
+    for (const path of ['a.jpg', 'img/b.JPEG', 'c.png', 'f/d.woff2', 'e.webp', 'v.mp4', 'x.tar.gz', 'y.zip']) expect(alreadyCompressed(path)).toBe(true);
+    for (const path of ['a.html', 'b.css', 'c.js', 'd.svg', 'e.json', 'f.wasm', 'jpg', 'photos.jpg/readme', 'g.bin']) expect(alreadyCompressed(path)).toBe(false);
   });
 
   it('refuses a file that changed since it was hashed, naming it', async () => {
