@@ -64,7 +64,7 @@ const p99 = (watched) => (watched.status.samples === 0 ? '–' : watched.status.
  * not be known yet): each `deployed` line takes the oldest staged line not yet taken.
  * One deploy at a time, that is its own; of deploys at once, one of the batch's.
  */
-async function startBenchService(dataDir) {
+async function startBenchService(dataDir, keep = 10_000) {
   const phases = new Map();
   const flushes = [];
   const siblings = siblingsWatch(join(dataDir, 'deploys'));
@@ -81,8 +81,8 @@ async function startBenchService(dataDir) {
     if (!phases.has(entry.project)) phases.set(entry.project, []);
     phases.get(entry.project).push({ ...entry.phasesMs, flush: flushes.shift() });
   };
-  // Every release kept until the run ends: see `settle`.
-  return { ...(await startService(dataDir, { env: { RELEASES_KEEP: '10000', ...TUNING }, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases, siblings };
+  // Every release kept until the run ends (see `settle`), but for the prunes timed last.
+  return { ...(await startService(dataDir, { env: { RELEASES_KEEP: String(keep), ...TUNING }, onLine, ...(opts.main ? { main: opts.main } : {}), ...(opts.log ? { logFile: opts.log } : {}) })), phases, siblings };
 }
 
 /** The user of the repeats; each first deploy is a new user's. */
@@ -236,6 +236,48 @@ async function memoryAndLatency(work, archive) {
   }
 }
 
+/** A project's releases on disk, by their ids' form (what else its directory holds is not one). */
+const releasesOf = (deploysRoot, project) => readdirSync(join(deploysRoot, BENCH_USER, project)).filter((name) => /^\d{8}T\d{6}$/.test(name));
+
+/**
+ * Each shape's project deployed once more by a service that keeps as many releases as the
+ * project has, so that the deploy prunes the oldest, as every deploy of a project at its
+ * limit does. Timed last, because a deletion slows whatever writes next on this disk (see
+ * `settle`): the deploy, its record + prune phase (a rename under the project's lock), and
+ * the collector's deletion of the pruned release after the answer, with GET
+ * /api/v1/status polled and peak RSS watched throughout. Each service is warmed first by
+ * a deploy of another project, which keeps one release and prunes none.
+ */
+async function prunes(work, archives, token) {
+  const dataDir = join(work, 'service');
+  const results = [];
+  for (const [name, archive] of Object.entries(archives)) {
+    const keep = releasesOf(join(dataDir, 'deploys'), name).length;
+    execFileSync('sync');
+    const service = await startBenchService(dataDir, keep);
+    // A fresh service's first deploy starts its threads: that cost is not the prune's.
+    await httpDeploy(service.url, token, `${name}-warm`, archive);
+    await settle(service, [[BENCH_USER, `${name}-warm`]]);
+    const monitor = await startMonitor(service);
+    try {
+      const timed = await monitor.during(async () => {
+        const started = now();
+        await httpDeploy(service.url, token, name, archive);
+        const deployMs = now() - started;
+        await trashEmptied(service.deploysRoot);
+        return { deployMs, deletedMs: now() - started - deployMs };
+      }, true);
+      const left = releasesOf(service.deploysRoot, name).length;
+      if (left !== keep) throw new Error(`${name}: ${left} releases after the prune, not ${keep}`);
+      const phases = service.phases.get(name)?.at(-1);
+      results.push({ name, keep, ...timed, prunePhaseMs: phases?.prune, ...(await monitor.report()) });
+    } finally {
+      await service.stop();
+    }
+  }
+  return results;
+}
+
 async function main() {
   const work = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sitedrop-bench-')));
   mkdirSync(work, { recursive: true });
@@ -301,6 +343,8 @@ async function main() {
     results.memory = await memoryAndLatency(work, { warm: archives.standard ?? archives[opts.shapes.split(',')[0]], large });
   }
 
+  results.prunes = await prunes(work, archives, token);
+
   // The issue's target is the reference site's ratio, and it must hold at every size: the
   // pooled median would let the shapes that favour the service hide the ones that do not.
   const overall = median(results.scenarios.flatMap((s) => s.ratios));
@@ -331,6 +375,10 @@ async function main() {
   console.log(`reference (${reference.name}) ratio: ${reference.medianRatio.toFixed(2)}; worst shape: ${worst.name} ${worst.medianRatio.toFixed(2)}; median of all pair ratios: ${overall.toFixed(2)}`);
   if (results.worstFirst) console.log(`first deploys (an empty store each): worst shape ${results.worstFirst.name} ${results.worstFirst.ratio.toFixed(2)}`);
   if (m) console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, ${watchedLine(m)}`);
+  for (const p of results.prunes) {
+    const repeat = results.scenarios.find((s) => s.name === p.name);
+    console.log(`${p.name}: a deploy that prunes one release: ${p.deployMs.toFixed(0)} ms (repeats' median ${repeat.medianA.toFixed(0)}), record + prune ${p.prunePhaseMs} ms, deleted ${p.deletedMs.toFixed(0)} ms after the answer; ${watchedLine(p)}`);
+  }
   mkdirSync(dirname(opts.json), { recursive: true });
   writeFileSync(opts.json, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`figures written to ${opts.json}`);
