@@ -240,37 +240,35 @@ async function memoryAndLatency(work, archive) {
 const releasesOf = (deploysRoot, project) => readdirSync(join(deploysRoot, BENCH_USER, project)).filter((name) => /^\d{8}T\d{6}$/.test(name));
 
 /**
- * Each shape's project deployed once more by a service that keeps as many releases as the
- * project has, so that the deploy prunes the oldest, as every deploy of a project at its
- * limit does. Timed last, because a deletion slows whatever writes next on this disk (see
+ * Each shape's project deployed twice more by a service that keeps one release more than
+ * the project has, so that the second deploy, timed, prunes the oldest, as every deploy
+ * of a project at its limit does. Timed last, because a deletion slows whatever writes next on this disk (see
  * `settle`): the deploy, its record + prune phase (a rename under the project's lock), and
  * the collector's deletion of the pruned release after the answer, with GET
- * /api/v1/status polled and peak RSS watched throughout. Each service is warmed first by
- * a deploy of another project, which keeps one release and prunes none.
+ * /api/v1/status polled and peak RSS watched throughout.
  */
 async function prunes(work, archives, token) {
   const dataDir = join(work, 'service');
   const results = [];
   for (const [name, archive] of Object.entries(archives)) {
-    const keep = releasesOf(join(dataDir, 'deploys'), name).length;
+    // Room for one more: the warm-up below prunes nothing, the timed deploy after it one.
+    const keep = releasesOf(join(dataDir, 'deploys'), name).length + 1;
     execFileSync('sync');
     const service = await startBenchService(dataDir, keep);
-    // A fresh service's first deploy starts its threads: that cost is not the prune's.
-    await httpDeploy(service.url, token, `${name}-warm`, archive);
-    await settle(service, [[BENCH_USER, `${name}-warm`]]);
+    // A fresh service's first deploy of a project starts its threads and lists what the
+    // project's releases hold: that cost is not the prune's, and repeats do not pay it.
+    await httpDeploy(service.url, token, name, archive);
+    await settle(service, [[BENCH_USER, name]]);
     const monitor = await startMonitor(service);
     try {
-      const timed = await monitor.during(async () => {
-        const started = now();
-        await httpDeploy(service.url, token, name, archive);
-        const deployMs = now() - started;
-        await trashEmptied(service.deploysRoot);
-        return { deployMs, deletedMs: now() - started - deployMs };
-      }, true);
+      // Unpolled, as the repeats it is set beside; the status is polled while the collector deletes.
+      const answered = now();
+      const deployMs = await monitor.during(() => httpDeploy(service.url, token, name, archive).then(() => now() - answered), false);
+      const deleting = now();
+      const deletedMs = await monitor.during(() => trashEmptied(service.deploysRoot).then(() => now() - deleting), true);
       const left = releasesOf(service.deploysRoot, name).length;
       if (left !== keep) throw new Error(`${name}: ${left} releases after the prune, not ${keep}`);
-      const phases = service.phases.get(name)?.at(-1);
-      results.push({ name, keep, ...timed, prunePhaseMs: phases?.prune, ...(await monitor.report()) });
+      results.push({ name, keep, deployMs, deletedMs, phasesMs: service.phases.get(name)?.at(-1), ...(await monitor.report()) });
     } finally {
       await service.stop();
     }
@@ -377,7 +375,11 @@ async function main() {
   if (m) console.log(`${(m.uploadBytes / 1024 / 1024).toFixed(1)} MiB upload: deploy ${m.deployMs.toFixed(0)} ms, ${watchedLine(m)}`);
   for (const p of results.prunes) {
     const repeat = results.scenarios.find((s) => s.name === p.name);
-    console.log(`${p.name}: a deploy that prunes one release: ${p.deployMs.toFixed(0)} ms (repeats' median ${repeat.medianA.toFixed(0)}), record + prune ${p.prunePhaseMs} ms, deleted ${p.deletedMs.toFixed(0)} ms after the answer; ${watchedLine(p)}`);
+    const phases = p.phasesMs;
+    console.log(
+      `${p.name}: a deploy that prunes one release: ${p.deployMs.toFixed(0)} ms (repeats' median ${repeat.medianA.toFixed(0)}), stage ${phases.stage} ms, ` +
+        `record + prune ${phases.prune} ms (repeats' median ${repeat.servicePhasesMs?.prune}); deleted ${p.deletedMs.toFixed(0)} ms after the answer; ${watchedLine(p)}`,
+    );
   }
   mkdirSync(dirname(opts.json), { recursive: true });
   writeFileSync(opts.json, `${JSON.stringify(results, null, 2)}\n`);

@@ -48,9 +48,13 @@ describe('npm run bench', () => {
       expect(results.memory.status.samples).toBeGreaterThan(0);
       // A prune is timed last: one deploy per shape that prunes the oldest release, and the
       // collector's deletion of it after the answer, with the status polled meanwhile.
-      expect(results.prunes).toEqual([{ name: 'tiny', keep: expect.any(Number), deployMs: expect.any(Number), deletedMs: expect.any(Number), prunePhaseMs: expect.any(Number), deploys: 1, polledDeploys: 1, peakRssMiB: expect.any(Number), status: expect.objectContaining({ failed: 0 }) }]);
-      expect(results.prunes[0].keep).toBeGreaterThan(1);
-      expect(stdout).toMatch(/tiny: a deploy that prunes one release: \d+ ms \(repeats' median \d+\), record \+ prune \d+ ms, deleted \d+ ms after the answer; service peak RSS/);
+      expect(results.prunes).toEqual([{
+        name: 'tiny', keep: expect.any(Number), deployMs: expect.any(Number), deletedMs: expect.any(Number),
+        phasesMs: { stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) },
+        deploys: 2, polledDeploys: 1, peakRssMiB: expect.any(Number), status: expect.objectContaining({ failed: 0 }),
+      }]);
+      expect(results.prunes[0].keep).toBeGreaterThan(2);
+      expect(stdout).toMatch(/tiny: a deploy that prunes one release: \d+ ms \(repeats' median \d+\), stage \d+ ms, record \+ prune \d+ ms \(repeats' median [\d.]+\); deleted \d+ ms after the answer; service peak RSS/);
       expect(typeof results.medianRatio).toBe('number');
       expect(typeof results.referenceRatio).toBe('number');
       expect(results.worst.name).toBeTruthy();

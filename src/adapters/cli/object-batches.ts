@@ -96,7 +96,7 @@ function smallFile(root: string, object: MissingObject): Buffer {
  * checked against the digest it was hashed to. The archive's end only where `ends`: a
  * batch may be two gzip members, one tar.
  */
-async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (file: number) => void, ends: boolean): AsyncGenerator<Buffer> {
+async function* tarEntries(root: string, batch: readonly MissingObject[], onBytes: (bytes: number) => void, ends: boolean): AsyncGenerator<Buffer> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   const take = (piece: Buffer): void => {
