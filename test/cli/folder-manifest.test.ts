@@ -37,7 +37,7 @@ describe('the manifest of a real folder', () => {
     });
     await mkdir(join(root, 'empty-dir'));
     const site = await readSiteFolder(root);
-    expect(site.top).toEqual(['assets', 'docs', 'empty-dir', 'index.html']);
+    expect(site.directories).toEqual(['assets', 'docs', 'docs/guide', 'docs/guide/深い', 'empty-dir']);
     expect(site.warnings).toEqual([]);
     const heard: string[] = [];
     const files = await hashSiteFolder(site, (file) => heard.push(file.path));

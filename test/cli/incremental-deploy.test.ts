@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, readdir, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -157,6 +157,12 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(batch!.body.length).toBeGreaterThan(250_000);
     expect(batch!.body.indexOf(Buffer.from([0x1f, 0x8b, 8]), 1)).toBeGreaterThan(0);
     expect(await live('media')).toEqual(await contents(root));
+    // Only a photo changed: the first member holds no entry at all.
+    await writeFile(join(root, 'photo.JPG'), pattern(200_000, 5));
+    const again = proxy.seen.length;
+    expect(await deployed([root, '--project', 'media'])).toMatchObject({ mode: 'incremental', sentFiles: 1 });
+    expect((await tarEntries(batchesSince(again)[0]!.body)).map((entry) => entry.path)).toEqual([sha256(pattern(200_000, 5))]);
+    expect(await live('media')).toEqual(await contents(root));
   });
 
   it('--full sends the whole folder as one archive, as before', async () => {
@@ -167,6 +173,16 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     expect(await live('full')).toEqual(await contents(root));
     const human = await sitedrop(['deploy', root, '--project', 'full', '--full']);
     expect(human.stdout).toMatch(/^sent all 8 files \(0\.7 MB\) in one archive\ndeployed full: release /);
+  });
+
+  it('--full packs long names, hard links, empty directories and photos as the server takes them: the release is the folder', async () => {
+    const long = `docs/${'a-rather-long-directory-name/'.repeat(6)}${'page-with-a-long-name-'.repeat(4)}.html`;
+    const root = await site('whole', { 'index.html': '<h1>whole</h1>', [long]: 'deep', 'img/photo.png': Buffer.alloc(100_000, 3), 'docs/ページ.html': 'ページ' });
+    await mkdir(join(root, 'empty'));
+    await link(join(root, 'index.html'), join(root, 'docs/home.html'));
+    expect(await deployed([root, '--project', 'whole', '--full'])).toMatchObject({ mode: 'full', totalFiles: 5, sentFiles: 5 });
+    expect(await live('whole')).toEqual(await contents(root));
+    expect(Object.keys(await live('whole'))).toEqual(expect.arrayContaining(['empty', long]));
   });
 
   it('falls back to one archive, saying so, when the server has no incremental protocol (404 or 405)', async () => {

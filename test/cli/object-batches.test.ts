@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alreadyCompressed, batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
+import { batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
+import { alreadyCompressed } from '../../src/adapters/cli/tar-packer.js';
 import { tarEntries } from './tar-entries.js';
 import { sha256 } from '../support/sha256.js';
 
@@ -95,7 +96,7 @@ describe('packObjects', () => {
     const deflated = await bytesOf(packObjects(root, [bin]));
     expect(deflated.length).toBeLessThan(16 * 1024);
     expect(deflated.indexOf(Buffer.from([0x1f, 0x8b, 8]), 1)).toBe(-1);
-    // Only compressed formats alone: one member, stored.
+    // Only compressed formats: stored all the same.
     expect((await tarEntries(packObjects(root, [jpg]))).map((e) => e.path)).toEqual([jpg.digest]);
     // A photo changed since it was hashed is refused from the second member as from the first.
     await writeFile(join(root, 'zeros.jpg'), Buffer.alloc(MiB, 1));

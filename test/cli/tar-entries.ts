@@ -7,6 +7,8 @@ export interface TarEntry {
   type: string;
   mode: number;
   uname: string;
+  /** None where the header gives none (a directory packed portably). */
+  mtime?: Date;
   bytes: Buffer;
 }
 
@@ -21,7 +23,7 @@ export async function tarEntries(archive: NodeJS.ReadableStream | Buffer): Promi
     onReadEntry: (entry: ReadEntry) => {
       const chunks: Buffer[] = [];
       entry.on('data', (chunk: Buffer) => chunks.push(chunk));
-      entry.on('end', () => entries.push({ path: entry.path, type: entry.type, mode: entry.mode ?? -1, uname: entry.header.uname ?? '', bytes: Buffer.concat(chunks) }));
+      entry.on('end', () => entries.push({ path: entry.path, type: entry.type, mode: entry.mode ?? -1, uname: entry.header.uname ?? '', ...(entry.mtime && { mtime: entry.mtime }), bytes: Buffer.concat(chunks) }));
     },
   });
   const stream = Buffer.isBuffer(archive) ? Readable.from([archive]) : archive;

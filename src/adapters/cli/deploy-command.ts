@@ -148,7 +148,7 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     totalBytes = checked.files.reduce((sum, file) => sum + file.size, 0);
   }
   totalBytes ??= await measureSiteFolder(folder);
-  // node-tar's writer loads only for a deploy that sends the whole folder.
+  // The folder's packer loads only for a deploy that sends the whole folder.
   const { packFolder } = await import('./site-archive.js');
   const answer = await uploadArchive(api, target, packFolder(folder));
   // The archive holds the files just hashed: its release is the next deploy's base. (A file

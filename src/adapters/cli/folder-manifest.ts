@@ -11,8 +11,8 @@ export interface SiteFolder {
   readonly root: string;
   /** Relative '/'-separated paths of every regular file, sorted. */
   readonly files: string[];
-  /** The folder's own entries: what a tarball of its contents names. */
-  readonly top: string[];
+  /** Relative '/'-separated paths of every directory, each before the directories in it. */
+  readonly directories: string[];
   readonly warnings: string[];
 }
 
@@ -28,20 +28,24 @@ export async function readSiteFolder(root: string): Promise<SiteFolder> {
   const top = (await readdir(root)).sort();
   if (top.length === 0) throw new UsageError(`${root} is empty: there is nothing to deploy`);
   const files: string[] = [];
+  const directories: string[] = [];
   // Synchronous, as the hashing is: a directory listing is one quick call, and nothing else runs meanwhile.
   const walk = (relative: string): void => {
     const entries = readdirSync(join(root, relative), { withFileTypes: true });
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = relative === '' ? entry.name : `${relative}/${entry.name}`;
       if (entry.isSymbolicLink()) throw linkRefused(path);
-      if (entry.isDirectory()) walk(path);
+      if (entry.isDirectory()) {
+        directories.push(path);
+        walk(path);
+      }
       else if (entry.isFile()) files.push(path);
       else throw notRegular(path);
     }
   };
   walk('');
   const warnings = top.includes('index.html') ? [] : [`${root} has no index.html at its root: the site's address will show no page`];
-  return { root, files, top, warnings };
+  return { root, files, directories, warnings };
 }
 
 /** Runs `work` on every item, at most `limit` at a time, keeping the items' order in the results. */
