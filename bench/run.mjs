@@ -262,13 +262,16 @@ async function prunes(work, archives, token) {
     const monitor = await startMonitor(service);
     try {
       // Unpolled, as the repeats it is set beside; the status is polled while the collector deletes.
+      const logged = service.phases.get(name)?.length ?? 0;
       const answered = now();
       const deployMs = await monitor.during(() => httpDeploy(service.url, token, name, archive).then(() => now() - answered), false);
       const deleting = now();
       const deletedMs = await monitor.during(() => trashEmptied(service.deploysRoot).then(() => now() - deleting), true);
       const left = releasesOf(service.deploysRoot, name).length;
       if (left !== keep) throw new Error(`${name}: ${left} releases after the prune, not ${keep}`);
-      results.push({ name, keep, deployMs, deletedMs, phasesMs: service.phases.get(name)?.at(-1), ...(await monitor.report()) });
+      // Its log line may come after its answer (the logger writes asynchronously).
+      while ((service.phases.get(name)?.length ?? 0) === logged) await new Promise((resolve) => setTimeout(resolve, 10));
+      results.push({ name, keep, deployMs, deletedMs, phasesMs: service.phases.get(name).at(-1), ...(await monitor.report()) });
     } finally {
       await service.stop();
     }
@@ -378,7 +381,9 @@ async function main() {
     const phases = p.phasesMs;
     console.log(
       `${p.name}: a deploy that prunes one release: ${p.deployMs.toFixed(0)} ms (repeats' median ${repeat.medianA.toFixed(0)}), stage ${phases.stage} ms, ` +
-        `record + prune ${phases.prune} ms (repeats' median ${repeat.servicePhasesMs?.prune}); deleted ${p.deletedMs.toFixed(0)} ms after the answer; ${watchedLine(p)}`,
+        `record + prune ${phases.prune} ms (repeats' median ${repeat.servicePhasesMs?.prune}); deleted ${p.deletedMs.toFixed(0)} ms after the answer; ` +
+        `service peak RSS ${p.peakRssMiB.toFixed(1)} MiB; GET /api/v1/status while it was deleted: ${p.status.samples} samples` +
+        (p.status.samples === 0 ? '' : `, p50 ${p.status.p50.toFixed(1)} ms, p99 ${p.status.p99.toFixed(1)} ms`),
     );
   }
   mkdirSync(dirname(opts.json), { recursive: true });

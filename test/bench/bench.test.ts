@@ -54,7 +54,7 @@ describe('npm run bench', () => {
         deploys: 2, polledDeploys: 1, peakRssMiB: expect.any(Number), status: expect.objectContaining({ failed: 0 }),
       }]);
       expect(results.prunes[0].keep).toBeGreaterThan(2);
-      expect(stdout).toMatch(/tiny: a deploy that prunes one release: \d+ ms \(repeats' median \d+\), stage \d+ ms, record \+ prune \d+ ms \(repeats' median [\d.]+\); deleted \d+ ms after the answer; service peak RSS/);
+      expect(stdout).toMatch(/tiny: a deploy that prunes one release: \d+ ms \(repeats' median \d+\), stage \d+ ms, record \+ prune \d+ ms \(repeats' median [\d.]+\); deleted \d+ ms after the answer; service peak RSS \d+\.\d MiB; GET \/api\/v1\/status while it was deleted: \d+ samples/);
       expect(typeof results.medianRatio).toBe('number');
       expect(typeof results.referenceRatio).toBe('number');
       expect(results.worst.name).toBeTruthy();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSiteFolder, measureSiteFolder, readSiteFolder } from '../../src/adapters/cli/folder-manifest.js';
 import { hashOnThreads } from '../../src/adapters/cli/hash-threads.js';
-import { readFileSyncInto } from '../../src/adapters/cli/file-chunks.js';
+import { fileChunks, readFileSyncInto } from '../../src/adapters/cli/file-chunks.js';
 import { UsageError } from '../../src/adapters/cli/usage-error.js';
 import { sha256 } from '../support/sha256.js';
 
@@ -118,4 +118,19 @@ describe('the manifest of a real folder', () => {
     execFileSync('mkfifo', [join(root, 'secret.txt')]);
     await expect(hashSiteFolder(site)).rejects.toThrow(new UsageError('secret.txt is not a regular file or directory'));
   });
+
+  it('streams a large file in chunks, and refuses a named pipe put in its place at once rather than wait on it', async () => {
+    const big = Buffer.from(Array.from({ length: 700_001 }, (_, i) => (i * 13) % 251));
+    const root = await folder('chunks', { 'index.html': 'x', 'big.bin': big });
+    const chunks: Buffer[] = [];
+    for await (const chunk of fileChunks(root, 'big.bin')) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(Buffer.concat(chunks).equals(big)).toBe(true);
+    await rm(join(root, 'big.bin'));
+    execFileSync('mkfifo', [join(root, 'big.bin')]);
+    const read = async () => {
+      for await (const chunk of fileChunks(root, 'big.bin')) chunks.push(chunk);
+    };
+    await expect(read()).rejects.toThrow(new UsageError('big.bin is not a regular file or directory'));
+  }, 5_000);
 });

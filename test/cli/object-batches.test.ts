@@ -5,15 +5,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchObjects, BATCH_LIMITS, packObjects, type MissingObject } from '../../src/adapters/cli/object-batches.js';
 import { alreadyCompressed } from '../../src/adapters/cli/tar-packer.js';
-import { tarEntries } from './tar-entries.js';
+import { bytesOf, tarEntries } from './tar-entries.js';
 import { sha256 } from '../support/sha256.js';
 
 const MiB = 1024 * 1024;
-const bytesOf = async (stream: AsyncIterable<Buffer>): Promise<Buffer> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return Buffer.concat(chunks);
-};
 const object = (size: number, n = 0): MissingObject => ({ digest: n.toString(16).padStart(64, '0'), size, path: `f${n}` });
 
 describe('batchObjects', () => {

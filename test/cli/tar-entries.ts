@@ -12,6 +12,13 @@ export interface TarEntry {
   bytes: Buffer;
 }
 
+/** Every byte a stream gives, once it has ended. */
+export async function bytesOf(stream: AsyncIterable<Buffer | Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
 /**
  * Every entry of a gzip-compressed tar, read with node-tar's parser. Inflated first, with
  * no ratio limit: a batch of one large run of zeros is a fair thing for a site to hold.

@@ -8,6 +8,7 @@ import { cacheDirectory, ManifestCache, type PendingManifest, type PublishedMani
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { hashChangedFiles, type CheckedFolder, type RememberedFiles } from './quick-check.js';
+import { packFolder } from './site-archive.js';
 import { UsageError } from './usage-error.js';
 
 /** Ctrl-C during a deploy: the session is deleted first, then the CLI exits 130 as a shell expects. */
@@ -148,8 +149,6 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     totalBytes = checked.files.reduce((sum, file) => sum + file.size, 0);
   }
   totalBytes ??= await measureSiteFolder(folder);
-  // The folder's packer loads only for a deploy that sends the whole folder.
-  const { packFolder } = await import('./site-archive.js');
   const answer = await uploadArchive(api, target, packFolder(folder));
   // The archive holds the files just hashed: its release is the next deploy's base. (A file
   // changed in between makes the server refuse that base once; nothing worse.)

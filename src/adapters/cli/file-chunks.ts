@@ -12,6 +12,9 @@ const statFile = promisify(fstat);
 const readAt = promisify(read);
 const closeFile = promisify(close);
 
+/** O_NONBLOCK as well: a FIFO swapped in for a file since the walk must be refused, not waited on at open. */
+const READ_NEW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
 /** Up to this a file is read in one call; a larger one streams, so memory never holds more than this of one file. */
 export const SMALL_FILE_BYTES = 256 * 1024;
 
@@ -20,8 +23,9 @@ export const SMALL_FILE_BYTES = 256 * 1024;
  * link: one buffer when it is small, chunks when it is not.
  */
 export async function* fileChunks(root: string, path: string, limit = Infinity): AsyncGenerator<Buffer> {
-  // O_NOFOLLOW: a file swapped for a link since the folder was walked is refused, not followed.
-  const fd = await openFile(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW).catch((error: NodeJS.ErrnoException) => {
+  // O_NOFOLLOW: a file swapped for a link since the folder was walked is refused, not followed;
+  // O_NONBLOCK: a FIFO swapped in is refused below, not waited on at open.
+  const fd = await openFile(join(root, path), READ_NEW).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ELOOP') throw linkRefused(path);
     throw error.code === 'ENOENT' ? new Error(`${path} was removed while it was being deployed: deploy again`) : error;
   });
@@ -42,8 +46,6 @@ export async function* fileChunks(root: string, path: string, limit = Infinity):
   }
 }
 
-/** O_NONBLOCK as well: a FIFO swapped in for a file since the walk must be refused, not waited on at open. */
-const READ_NEW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /**
  * Calls `take` with the bytes of the regular file `root/path`, in order, synchronously:

@@ -5,8 +5,8 @@ import { packTar } from './tar-packer.js';
 /**
  * A gzip-compressed tar of the folder's contents (never the folder itself), produced as
  * it is read: nothing is written to a temporary file. Empty directories travel too.
- * Packed here rather than by node-tar's writer, whose asynchronous calls per file made
- * 40,000 pages take 4.2 s (docs/performance.md).
+ * Packed by tar-packer.ts rather than node-tar's writer, whose asynchronous calls per
+ * file took several times as long (docs/performance.md).
  */
 export function packFolder(folder: SiteFolder): Readable {
   return packTar(folder.root, folder.directories, folder.files.map((path) => ({ name: path, path })));

@@ -37,7 +37,9 @@ const GZIP_AHEAD_BYTES = 1024 * 1024;
 
 /**
  * Extensions of formats that are compressed already: the web's share of rsync's
- * --skip-compress list. Deflate gains a percent or two on them.
+ * --skip-compress list. Deflate gains a percent or two on them. A list of what not to
+ * deflate, unlike the text types given siblings (domain/precompressible.ts): a type
+ * named in neither is deflated, as it may well shrink.
  */
 const COMPRESSED_FORMATS = new Set([
   'jpg', 'jpeg', 'png', 'gif', 'webp', 'avif', 'heic', 'heif', 'jxl',
@@ -61,11 +63,15 @@ function portableMode(stats: Stats): number {
   return mode;
 }
 
+/** What a header block names an entry whose name only a pax header can hold: ustar's name cut short could end in '..', which the server refuses. */
+const PAX_NAMED = 'pax-named';
+
 /** An entry's header block, after a pax header where a field does not fit ustar's (a long name). */
 function headerOf(fields: { path: string; type: 'File' | 'Directory'; mode: number; size: number; mtime?: Date }): Buffer {
   const block = Buffer.alloc(BLOCK);
-  const header = new Header({ ...fields, uid: 0, gid: 0 });
-  if (!header.encode(block, 0)) return block;
+  if (!new Header({ ...fields, uid: 0, gid: 0 }).encode(block, 0)) return block;
+  const standIn = fields.type === 'Directory' ? `${PAX_NAMED}/` : PAX_NAMED;
+  new Header({ ...fields, path: standIn, uid: 0, gid: 0 }).encode(block.fill(0), 0);
   return Buffer.concat([new Pax({ path: fields.path, size: fields.size, ...(fields.mtime && { mtime: fields.mtime }) }).encode(), block]);
 }
 
