@@ -46,7 +46,6 @@ export async function* fileChunks(root: string, path: string, limit = Infinity):
   }
 }
 
-
 /**
  * Calls `take` with the bytes of the regular file `root/path`, in order, synchronously:
  * one call for a small file, chunks of at most `buffer`'s length for a larger one. Each

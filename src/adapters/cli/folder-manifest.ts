@@ -38,8 +38,7 @@ export async function readSiteFolder(root: string): Promise<SiteFolder> {
       if (entry.isDirectory()) {
         directories.push(path);
         walk(path);
-      }
-      else if (entry.isFile()) files.push(path);
+      } else if (entry.isFile()) files.push(path);
       else throw notRegular(path);
     }
   };

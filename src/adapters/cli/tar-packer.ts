@@ -144,7 +144,7 @@ async function* tarPieces(root: string, directories: readonly string[], files: r
         yield chunk;
       }
     }
-    // The server would refuse the object anyway; saying which file changed is more use.
+    // A file changed while it was read: the server would refuse such an object anyway, and naming the file is more use.
     if (read !== size || (hash && hash.digest('hex') !== file.hashed!.digest)) throw changed(file.path);
     if (size % BLOCK !== 0) take(Buffer.alloc(BLOCK - (size % BLOCK)));
     if (pendingBytes >= GZIP_INPUT_BYTES) yield flush();
