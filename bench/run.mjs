@@ -242,10 +242,10 @@ const releasesOf = (deploysRoot, project) => readdirSync(join(deploysRoot, BENCH
 /**
  * Each shape's project deployed twice more by a service that keeps one release more than
  * the project has, so that the second deploy, timed, prunes the oldest, as every deploy
- * of a project at its limit does. Timed last, because a deletion slows whatever writes next on this disk (see
- * `settle`): the deploy, its record + prune phase (a rename under the project's lock), and
- * the collector's deletion of the pruned release after the answer, with GET
- * /api/v1/status polled and peak RSS watched throughout.
+ * of a project at its limit does. Timed last, because a deletion slows whatever writes
+ * next on this disk (see `settle`): the deploy, its record + prune phase (a rename under
+ * the project's lock), and the collector's deletion of the pruned release after the
+ * answer, with peak RSS watched throughout and GET /api/v1/status polled while it deletes.
  */
 async function prunes(work, archives, token) {
   const dataDir = join(work, 'service');
