@@ -5,12 +5,14 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestCache } from '../../src/adapters/cli/manifest-cache.js';
 import type { Digest, ManifestFile } from '../../src/domain/manifest.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
 
 const SERVER = 'http://sites.example:8080';
 const files: ManifestFile[] = [
   { path: 'a.html', size: 4, digest: 'a'.repeat(64) as Digest },
   { path: 'b.html', size: 5, digest: 'b'.repeat(64) as Digest },
 ];
+const named = (release: string, cached: ManifestFile[]) => ({ release, files: cached, digest: manifestDigest(cached) });
 
 describe("the CLI's manifest cache keeps each file's stamp beside its digest", () => {
   let work: string;
@@ -26,22 +28,75 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const cache = cacheIn('round-trip');
     const stamps = ['64769:1234:4:1700000000000000000:1700000000000000001', null];
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files, stamps });
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files, stamps });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T120000', files), stamps });
+  });
+
+  /** The two lines of a cache file as format 2 writes them: the head, then the files. */
+  const linesOf = async (path: string) => {
+    const [head, body, ...rest] = (await readFile(path, 'utf8')).split('\n');
+    expect(rest).toEqual([]);
+    return { head: JSON.parse(head!) as Record<string, unknown>, body: JSON.parse(body!) as Record<string, unknown> };
+  };
+  /** A cache file as an earlier version wrote it: one line, no digest. */
+  const earlierFormat = async (path: string) => {
+    const { head, body } = await linesOf(path);
+    delete head.digest;
+    return JSON.stringify({ ...head, format: 1, ...body });
+  };
+
+  it('names its base on the first line, the release and the digest of its files, and checks the files against it only when asked', async () => {
+    const notices: string[] = [];
+    const cache = cacheIn('head', notices);
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files, stamps: [null, null] });
+    const path = await onlyFile('head');
+    const { head, body } = await linesOf(path);
+    expect(head).toEqual({ format: 2, server: `${SERVER}/`, project: 'p', release: '20261124T120000', digest: manifestDigest(files) });
+    expect(body).toEqual({ files, stamps: [null, null] });
+    // The second line broken: the first still names the base (the deploy opens on it at once)...
+    await writeFile(path, `${JSON.stringify(head)}\n{"files":`);
+    const broken = cache.open(SERVER, { project: 'p' });
+    expect(broken?.base).toEqual({ release: '20261124T120000', digest: manifestDigest(files) });
+    expect(notices).toEqual([]);
+    // ...and the files, once parsed, are refused.
+    expect(broken?.files()).toBeUndefined();
+    expect(notices).toEqual([expect.stringMatching(/^ignoring the cached manifest .+ \(.*JSON.*\): sending the whole manifest$/)]);
+    // Files other than the ones the digest names: refused, however well formed.
+    await writeFile(path, `${JSON.stringify(head)}\n${JSON.stringify({ files: files.slice(0, 1), stamps: [null] })}`);
+    expect(cache.open(SERVER, { project: 'p' })?.files()).toBeUndefined();
+    expect(notices[1]).toMatch(/^ignoring the cached manifest .+ \(files that do not match its digest\): sending the whole manifest$/);
+    for (const bad of [{ digest: 'f'.repeat(63) }, { format: 3 }, { project: 'q' }, { release: 'yesterday' }]) {
+      await writeFile(path, `${JSON.stringify({ ...head, ...bad })}\n${JSON.stringify(body)}`);
+      expect(cache.open(SERVER, { project: 'p' })).toBeUndefined();
+    }
+    // Format 2 on one line: not a head, whatever it says.
+    await writeFile(path, JSON.stringify({ ...head, ...body }));
+    expect(cache.open(SERVER, { project: 'p' })).toBeUndefined();
+    expect(notices.slice(2).map((line) => /\((.+)\)/.exec(line)?.[1])).toEqual(['no digest', 'not a format this sitedrop reads', 'for another server or project', 'no release id', 'not a format this sitedrop reads']);
   });
 
   it('reads a cache written before stamps (every file is read again), and ignores one whose stamps do not match its files', async () => {
     const notices: string[] = [];
     const cache = cacheIn('older', notices);
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T120000', files));
     const path = await onlyFile('older');
-    const body = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+    const { head, body } = await linesOf(path);
     for (const stamps of [['1:2:3:4:5'], ['1:2:3:4:5', 'not a stamp'], 'none']) {
-      await writeFile(path, JSON.stringify({ ...body, stamps }));
-      expect(await cache.read(SERVER, { project: 'p' })).toBeUndefined();
+      await writeFile(path, `${JSON.stringify(head)}\n${JSON.stringify({ ...body, stamps })}`);
+      expect(cache.read(SERVER, { project: 'p' })).toBeUndefined();
     }
     expect(notices).toHaveLength(3);
     expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
+  });
+
+  it('reads the one line an earlier version wrote, working out the digest it did not keep', async () => {
+    const cache = cacheIn('format-1');
+    const stamps = ['1:2:3:4:5', null];
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files, stamps });
+    const path = await onlyFile('format-1');
+    await writeFile(path, await earlierFormat(path));
+    expect(cache.open(SERVER, { project: 'p' })?.base).toEqual({ release: '20261124T110000', digest: manifestDigest(files) });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T110000', files), stamps });
   });
 
   it("reads the gzip file an earlier version kept when it has none of its own, and removes it once it writes its own", async () => {
@@ -50,16 +105,16 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files, stamps });
     const path = await onlyFile('earlier');
     expect(path).toMatch(/\/[0-9a-f]{32}\.json$/);
-    // As an earlier version left it: the same JSON, gzip-compressed, under that name plus .gz.
-    const json = await readFile(path);
+    // As an earlier version left it: its one line, gzip-compressed, under that name plus .gz.
+    const json = await earlierFormat(path);
     await rm(path);
     await writeFile(`${path}.gz`, 'not gzip');
-    expect(await cache.read(SERVER, { project: 'p' })).toBeUndefined();
+    expect(cache.read(SERVER, { project: 'p' })).toBeUndefined();
     await writeFile(`${path}.gz`, gzipSync(json));
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files, stamps });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T110000', files), stamps });
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
     expect(await readdir(join(work, 'earlier'))).toEqual([basename(path)]);
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T120000', files));
   });
 
   it('begun while the server publishes, holds nothing until finished with the release; abandoned, writes nothing and keeps the last', async () => {
@@ -69,11 +124,11 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const abandoned = cache.begin(SERVER, { project: 'p' }, { files, stamps });
     abandoned.abandon();
     const pending = cache.begin(SERVER, { project: 'p' }, { files, stamps });
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files: files.slice(0, 1) });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T110000', files.slice(0, 1)));
     await abandoned.finish('20261124T130000');
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T110000', files: files.slice(0, 1) });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T110000', files.slice(0, 1)));
     await pending.finish('20261124T120000');
-    expect(await cache.read(SERVER, { project: 'p' })).toEqual({ release: '20261124T120000', files, stamps });
+    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T120000', files), stamps });
     expect(await readdir(join(work, 'pending'))).toHaveLength(1);
   });
 

@@ -3,8 +3,8 @@ import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { ServerError, type ApiClient, type DeployTarget, type Json } from './api-client.js';
 import { measureSiteFolder, readSiteFolder, type SiteFolder } from './folder-manifest.js';
-import { baseOf, deployIncrementally, MostlyNew, ProtocolAbsent, SessionsBusy, type DeployCounts, type EarlySession } from './incremental-deploy.js';
-import { cacheDirectory, ManifestCache, type PendingManifest, type PublishedManifest } from './manifest-cache.js';
+import { deployIncrementally, MostlyNew, ProtocolAbsent, SessionsBusy, type DeployCounts, type EarlySession } from './incremental-deploy.js';
+import { cacheDirectory, ManifestCache, type CacheEntry, type CachedManifest, type ManifestBase, type PendingManifest } from './manifest-cache.js';
 import { count, err, megabytes, out } from './output.js';
 import { hashingMeter, metered, sendingMeter, uploadingMeter } from './progress.js';
 import { hashChangedFiles, type CheckedFolder, type RememberedFiles } from './quick-check.js';
@@ -62,11 +62,11 @@ function report(answer: Json, counts: DeployCounts | undefined, json: boolean | 
  * (docs/content-store.md). Waits only until the request has left: the walk that follows
  * is synchronous. Any failure is the later open's to meet, so it is only remembered.
  */
-async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedManifest): Promise<Early> {
+async function openEarly(api: ApiClient, target: DeployTarget, base: ManifestBase): Promise<Early> {
   let sent!: () => void;
   const left = new Promise<void>((resolve) => (sent = resolve));
   // A 409 says the base is gone: kept, so the whole manifest goes at once. Anything else, the later open meets again.
-  const session = api.openOnBase(target, baseOf(base), sent).catch((error: unknown) => (error instanceof ServerError && error.status === 409 ? error : undefined));
+  const session = api.openOnBase(target, base, sent).catch((error: unknown) => (error instanceof ServerError && error.status === 409 ? error : undefined));
   await Promise.race([left, session]);
   // Wrapped: awaiting a promise of a promise would wait for the answer too.
   return { session };
@@ -74,26 +74,34 @@ async function openEarly(api: ApiClient, target: DeployTarget, base: PublishedMa
 
 /**
  * The folder read, and hashed unless the deploy sends it whole, with the session opened
- * on `base` meanwhile (openEarly). A failure or a Ctrl-C before the deploy goes on deletes
- * that session first; the walk is synchronous, so a Ctrl-C is heard when it ends.
+ * on the cached base meanwhile (openEarly): named by the cache's first line, so the open
+ * leaves before the cached files are parsed, and the server builds on the base while they
+ * are. Cached files that fail their checks delete that session. A failure or a Ctrl-C
+ * before the deploy goes on deletes it too; the walk is synchronous, so a Ctrl-C is heard
+ * when it ends.
  */
-async function readFolder(api: ApiClient, target: DeployTarget, path: string, base: PublishedManifest | undefined, hashing: boolean): Promise<{ early?: Early; folder: SiteFolder; checked?: CheckedFolder }> {
+async function readFolder(api: ApiClient, target: DeployTarget, path: string, cached: CacheEntry | undefined, hashing: boolean): Promise<{ early?: Early; base?: CachedManifest; folder: SiteFolder; checked?: CheckedFolder }> {
   let interrupted = false;
   const interrupt = (): void => void (interrupted = true);
   const heard = (): void => {
     if (interrupted) throw new Interrupted('interrupted');
   };
   // Before the early open: a Ctrl-C from then on must not leave its session behind.
-  if (base) process.once('SIGINT', interrupt);
+  if (cached) process.once('SIGINT', interrupt);
   let early: Early | undefined;
   try {
-    early = base && (await openEarly(api, target, base));
+    early = cached && (await openEarly(api, target, cached.base));
+    const base = cached?.files();
+    if (early && !base) {
+      await cancelEarly(api, early);
+      early = undefined;
+    }
     const folder = await readSiteFolder(path);
     heard();
     for (const warning of folder.warnings) err(`warning: ${warning}`);
     const checked = hashing ? await hashed(folder, base) : undefined;
     heard();
-    return { early, folder, checked };
+    return { early, base, folder, checked };
   } catch (error) {
     await cancelEarly(api, early);
     throw error;
@@ -125,8 +133,8 @@ export async function deploy(api: ApiClient, path: string, options: DeployOption
     return report(await uploadArchive(api, target, createReadStream(path)), undefined, options.json);
   }
   const cache = new ManifestCache(cacheDirectory(), err, api.account);
-  const base = options.full ? undefined : await cache.read(api.server, target);
-  const { early, folder, checked } = await readFolder(api, target, path, base, !options.full);
+  const cached = options.full ? undefined : cache.open(api.server, target);
+  const { early, base, folder, checked } = await readFolder(api, target, path, cached, !options.full);
   let totalBytes: number | undefined;
   let published: CheckedFolder | undefined;
   if (checked) {

@@ -1,8 +1,8 @@
-import { manifestDifference, manifestDigest } from '../../domain/manifest-digest.js';
+import { manifestDifference } from '../../domain/manifest-digest.js';
 import { ServerError, type ApiClient, type DeploySession, type DeployTarget, type Json, type ManifestBody } from './api-client.js';
 import type { ManifestFile } from '../../domain/manifest.js';
 import type { SiteFolder } from './folder-manifest.js';
-import type { PublishedManifest } from './manifest-cache.js';
+import type { CachedManifest } from './manifest-cache.js';
 import { batchObjects, packObjects, type MissingObject } from './object-batches.js';
 import { metered, type Meter } from './progress.js';
 
@@ -51,7 +51,7 @@ export interface Conversation {
   readonly sending: (objects: number, bytes: number) => Meter;
   readonly notice: (line: string) => void;
   /** A release of the project whose files this machine knows (the last it published): the manifest is sent relative to it. */
-  readonly base?: PublishedManifest;
+  readonly base?: CachedManifest;
   /** A session opened on `base` before the folder was read (ApiClient.openOnBase). */
   readonly early?: Promise<EarlySession>;
   /** The server would not start from `base`: it is not to be offered again. */
@@ -115,20 +115,10 @@ async function upload(api: ApiClient, id: string, root: string, objects: readonl
  * removed), or undefined when that is no shorter than the whole: the server's limit on a
  * manifest's size is one site's worth of entries.
  */
-function relativeTo(base: PublishedManifest, files: readonly ManifestFile[]): ManifestBody | undefined {
+function relativeTo(base: CachedManifest, files: readonly ManifestFile[]): ManifestBody | undefined {
   const difference = manifestDifference(base.files, files);
   if (difference.files.length + difference.removed.length >= files.length) return undefined;
-  return { base: baseOf(base), ...difference };
-}
-
-/** Bases named already: the early open and the difference name the same one, and 40,000 files take a while to digest. */
-const named = new WeakMap<PublishedManifest, NonNullable<ManifestBody['base']>>();
-
-/** How a manifest names its base: the release, and the digest of the files this machine knows it by. */
-export function baseOf(base: PublishedManifest): NonNullable<ManifestBody['base']> {
-  let name = named.get(base);
-  if (name === undefined) named.set(base, (name = { release: base.release, digest: manifestDigest(base.files) }));
-  return name;
+  return { base: { release: base.release, digest: base.digest }, ...difference };
 }
 
 /** An older server takes a difference for the whole site: the session must hold the site the files make. */

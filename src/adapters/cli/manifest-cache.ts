@@ -6,6 +6,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { DeployTarget } from './api-client.js';
 import type { ManifestFile } from '../../domain/manifest.js';
+import { manifestDigest } from '../../domain/manifest-digest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
 
 /** A manifest being written (ManifestCache.begin): finished with its release, or abandoned. */
@@ -23,7 +24,35 @@ export interface PublishedManifest extends RememberedFiles {
   readonly release: string;
 }
 
-const FORMAT = 1;
+/** How a manifest names the release it is relative to: the release, and the digest of its files (manifest-digest.ts). */
+export interface ManifestBase {
+  readonly release: string;
+  readonly digest: string;
+}
+
+/** A cached manifest as read back: its files, and the digest they were checked against. */
+export interface CachedManifest extends PublishedManifest {
+  readonly digest: string;
+}
+
+/**
+ * A cache file found: the base it names, read without parsing its files (enough for the
+ * deploy to open on it at once), and `files()` to parse and check them while the server
+ * answers. Both halves come from one read of one file, so they are one deploy's.
+ */
+export interface CacheEntry {
+  readonly base: ManifestBase;
+  /** The files and stamps, or undefined (with a notice) if they are not what the first line says. */
+  files(): CachedManifest | undefined;
+}
+
+/**
+ * Format 2 is two lines: the head (server, project, preview, release, and the digest of
+ * the files), then the files and their stamps. Format 1, one line with no digest, is
+ * still read: the first deploy after an upgrade works its digest out as before.
+ */
+const FORMAT = 2;
+const EARLIER_FORMAT = 1;
 const RELEASE_ID = /^\d{8}T\d{6}$/;
 const DIGEST = /^[0-9a-f]{64}$/;
 const STAMP = /^\d+:\d+:\d+:\d+:\d+$/;
@@ -65,27 +94,35 @@ export class ManifestCache {
     private readonly account = '',
   ) {}
 
-  async read(server: string, target: DeployTarget): Promise<PublishedManifest | undefined> {
+  /**
+   * The cache's entry for this target, its first line parsed (the files are left for
+   * CacheEntry.files). Read synchronously, before the folder's walk: an asynchronous read
+   * needs this thread between its steps, and so would wait for the walk, which is synchronous.
+   */
+  open(server: string, target: DeployTarget): CacheEntry | undefined {
     const path = this.pathOf(server, target);
     if (path === undefined) return undefined;
-    let text: string | undefined;
+    let bytes: Buffer | undefined;
     try {
-      // Read and parsed before the folder's walk, in this turn: an asynchronous read needs
-      // this thread between its steps, and so would wait for the walk, which is synchronous.
-      text = readFileSync(path, 'utf8');
+      bytes = readFileSync(path);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.notice(`cannot read the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
       // The first deploy after an upgrade reads what an earlier version wrote; writing this
       // deploy's manifest removes it (put), so this runs once per cache at most.
-      else text = earlierVersions(path);
-      if (text === undefined) return undefined;
+      else bytes = earlierVersions(path);
+      if (bytes === undefined) return undefined;
     }
+    const ignored = (error: unknown): undefined => void this.notice(`ignoring the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
     try {
-      return published(JSON.parse(text), server, target);
+      return entryOf(bytes, server, target, ignored);
     } catch (error) {
-      this.notice(`ignoring the cached manifest ${path} (${(error as Error).message}): sending the whole manifest`);
-      return undefined;
+      return ignored(error);
     }
+  }
+
+  /** The cached manifest, parsed and checked whole: open and files in one. */
+  read(server: string, target: DeployTarget): CachedManifest | undefined {
+    return this.open(server, target)?.files();
   }
 
   async write(server: string, target: DeployTarget, manifest: PublishedManifest): Promise<void> {
@@ -93,27 +130,29 @@ export class ManifestCache {
   }
 
   /**
-   * The manifest of a deploy under way, written once its release is known: everything
-   * else is serialized while the server publishes, so the deploy does not wait for it after
-   * its answer; the release is added last. `abandon`, when the deploy fails, writes
-   * nothing. Not compressed: gzip costs the CLI more time than a cache's megabytes are
+   * The manifest of a deploy under way, written once its release is known: its digest and
+   * its files' serializing are worked out while the server publishes, so the deploy does
+   * not wait for them after its answer; the head, with the release, goes in front last.
+   * `abandon`, when the deploy fails, writes nothing. Not compressed: gzip costs the CLI more time than a cache's megabytes are
    * worth (docs/performance.md).
    */
   begin(server: string, target: DeployTarget, remembered: RememberedFiles): PendingManifest {
     const path = this.pathOf(server, target);
     if (path === undefined) return { finish: async () => undefined, abandon: () => undefined };
-    const body = { format: FORMAT, server: serverKey(server), ...target, files: remembered.files, stamps: remembered.stamps };
-    let head: string | undefined;
+    let prepared: { digest: string; body: string } | undefined;
     let abandoned = false;
-    const serialized = (): string => (head ??= JSON.stringify(body).slice(0, -1));
+    const prepare = () => (prepared ??= { digest: manifestDigest(remembered.files), body: JSON.stringify({ files: remembered.files, stamps: remembered.stamps }) });
     // A turn later: the publish just asked for goes out first (node:http writes it on the
-    // next tick), then the serializing runs while the server works.
+    // next tick), then the digest and the serializing run while the server works.
     setImmediate(() => {
-      if (!abandoned) serialized();
+      if (!abandoned) prepare();
     });
     return {
       finish: async (release) => {
-        if (!abandoned) await this.put(path, `${serialized()},"release":${JSON.stringify(release)}}`);
+        if (abandoned) return;
+        const { digest, body } = prepare();
+        const head = { format: FORMAT, server: serverKey(server), ...target, release, digest };
+        await this.put(path, `${JSON.stringify(head)}\n${body}`);
       },
       abandon: () => {
         abandoned = true;
@@ -158,9 +197,9 @@ export class ManifestCache {
  * now; undefined if there is none or it does not inflate. Without it, the first deploy
  * after an upgrade would send the whole manifest and read every file again.
  */
-function earlierVersions(path: string): string | undefined {
+function earlierVersions(path: string): Buffer | undefined {
   try {
-    return gunzipSync(readFileSync(`${path}.gz`)).toString('utf8');
+    return gunzipSync(readFileSync(`${path}.gz`));
   } catch {
     return undefined;
   }
@@ -169,17 +208,47 @@ function earlierVersions(path: string): string | undefined {
 /** One server however its address is spelled (a trailing slash, the case of its host). */
 const serverKey = (server: string): string => new URL(server).href;
 
-/** A cache file's content, checked as what it is: data another program could have written. */
-function published(body: unknown, server: string, target: DeployTarget): PublishedManifest {
-  const { format, server: cachedServer, project, preview, release, files, stamps } = (body ?? {}) as Record<string, unknown>;
-  if (format !== FORMAT) throw new Error('not a format this sitedrop reads');
+/**
+ * A cache file's content, checked as what it is: data another program could have written.
+ * Its files are checked when asked for, against the digest the head names: a deploy opened
+ * on that digest must not go on to send a difference from other files.
+ */
+function entryOf(bytes: Buffer, server: string, target: DeployTarget, ignored: (error: unknown) => undefined): CacheEntry {
+  // JSON has no raw line break: only format 2's head ends in one.
+  const end = bytes.indexOf(0x0a);
+  const head = JSON.parse(bytes.toString('utf8', 0, end === -1 ? bytes.length : end)) as Record<string, unknown>;
+  const { format, server: cachedServer, project, preview, release, digest } = head ?? {};
+  if (!((format === FORMAT && end !== -1) || (format === EARLIER_FORMAT && end === -1))) throw new Error('not a format this sitedrop reads');
   if (cachedServer !== serverKey(server) || project !== target.project || (preview ?? undefined) !== target.preview) throw new Error('for another server or project');
   if (typeof release !== 'string' || !RELEASE_ID.test(release)) throw new Error('no release id');
+  if (format === EARLIER_FORMAT) {
+    const cached = { ...filesOf(head), release };
+    const named = { ...cached, digest: manifestDigest(cached.files) };
+    return { base: { release, digest: named.digest }, files: () => named };
+  }
+  if (typeof digest !== 'string' || !DIGEST.test(digest)) throw new Error('no digest');
+  return {
+    base: { release, digest },
+    files: () => {
+      try {
+        const cached = { ...filesOf(JSON.parse(bytes.toString('utf8', end + 1))), release };
+        if (manifestDigest(cached.files) !== digest) throw new Error('files that do not match its digest');
+        return { ...cached, digest };
+      } catch (error) {
+        return ignored(error);
+      }
+    },
+  };
+}
+
+/** The files and stamps of a cache's body, checked. */
+function filesOf(body: unknown): RememberedFiles {
+  const { files, stamps } = (body ?? {}) as Record<string, unknown>;
   if (!Array.isArray(files) || !files.every(isManifestFile)) throw new Error('not a list of files');
   // Stamps came later (a cache without them just reads every file once more).
-  if (stamps === undefined) return { release, files };
+  if (stamps === undefined) return { files };
   if (!Array.isArray(stamps) || stamps.length !== files.length || !stamps.every(isStamp)) throw new Error('stamps that do not match its files');
-  return { release, files, stamps };
+  return { files, stamps };
 }
 
 const isStamp = (stamp: unknown): stamp is FileStamp | null => stamp === null || (typeof stamp === 'string' && STAMP.test(stamp));
