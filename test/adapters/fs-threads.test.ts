@@ -135,6 +135,25 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect((await walked)?.fileCount).toBe(6000);
   });
 
+  it('answers a probe, which a client waits on, before a removal queued ahead of it', async () => {
+    // 12,000 entries: a removal of many steps (256 entries each); the probe is one.
+    const tree = join(root, 'removed-after-probe');
+    for (let d = 0; d < 120; d += 1) {
+      await mkdir(join(tree, `d${d}`), { recursive: true });
+      await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(join(tree, `d${d}`, `f${f}`), 'x')));
+    }
+    const order: string[] = [];
+    const removed = tasks.remove(tree).then(() => order.push('removal'));
+    const probed = tasks.probeObjects(join(root, 'no-store'), undefined, new Map([['a'.repeat(64), 1]])).then((answer) => {
+      order.push('probe');
+      return answer;
+    });
+    await Promise.all([removed, probed]);
+    // One queue in order would answer the removal first.
+    expect(order).toEqual(['probe', 'removal']);
+    expect((await probed).missing).toEqual(['a'.repeat(64)]);
+  });
+
   it('fails what the threads had in hand when one stops, and starts new ones for the next use', async () => {
     const dir = await mkdtemp(join(root, 'cut-'));
     const gate = { open: undefined as (() => void) | undefined };

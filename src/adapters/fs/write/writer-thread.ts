@@ -6,7 +6,7 @@
  * writer serves every deploy (each job has its own root and open file) and deletes the
  * trees the main thread sends it, a few entries at a time between batches.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { FromWriter, ThreadData, ToWriter, WriterTaskRequest } from '../threads/fs-protocol.js';
 import { collectWhenQuiet } from '../threads/quiet-collection.js';
 import { lowerThisThreadsPriority } from '../threads/thread-priority.js';
@@ -20,10 +20,14 @@ const unpacker = (workerData as ThreadData).peer;
 const toUnpacker = (message: FromWriter, transfer?: ArrayBuffer[]): void => unpacker.postMessage(message, transfer);
 
 const targets = new Map<number, Target>();
+const tasks = new WriterTaskQueue((answer) => main.postMessage(answer));
 /** Heap in use past which the writer, once quiet, collects (see the end of this file). */
 const WRITER_HELD_BYTES = 16 * 1024 * 1024;
 
 unpacker.on('message', (message: ToWriter) => {
+  // A client waits on a probe while its release is written here: taken now, not after the batches in flight.
+  for (let task = receiveMessageOnPort(main); task; task = receiveMessageOnPort(main)) tasks.add(task.message as WriterTaskRequest);
+  tasks.stepProbe();
   if (message.type === 'begin') {
     targets.set(message.job, new Target(message.root, message.objects, message.chmod));
     return;
@@ -56,7 +60,6 @@ unpacker.on('message', (message: ToWriter) => {
   toUnpacker({ type: 'ack', job: message.job, data: message.data }, [message.data.buffer as ArrayBuffer]);
 });
 
-const tasks = new WriterTaskQueue((answer) => main.postMessage(answer));
 main.on('message', (request: WriterTaskRequest) => tasks.add(request));
 // An archive's batches leave the writer's heap below the threshold; a walk of a large
 // release or its assembly from a base leaves garbage that the next deploy's peak stacks on.
