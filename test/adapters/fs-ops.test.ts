@@ -54,4 +54,16 @@ describe('OpBatcher: batches bounded by bytes and by system calls', () => {
     // 900-byte paths: about 270 to a batch, far fewer than the operation bound.
     expect(Math.max(...decoded.map((batch) => batch.length))).toBeLessThan(300);
   });
+
+  it('puts a whole small file into the next batch when the bound falls on it, its bytes with its path', () => {
+    const { ops, shipped } = batcher();
+    for (let i = 0; i < BATCH_PATH_OPS - 1; i += 1) ops.link(`l${i}`, digest);
+    ops.put('small.html', digest, new Uint8Array(500).fill(2));
+    ops.put('next.html', digest, new Uint8Array(10).fill(3));
+    ops.flush();
+    const decoded = shipped.map(decode);
+    expect(decoded.map((batch) => batch.length)).toEqual([BATCH_PATH_OPS, 1]);
+    expect(decoded[0]!.at(-1)).toEqual([OP_PUT, 'small.html', 500]);
+    expect(decoded[1]).toEqual([[OP_PUT, 'next.html', 10]]);
+  });
 });

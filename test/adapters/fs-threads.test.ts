@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import type { StagingObjects } from '../../src/adapters/fs/threads/fs-protocol.j
 import { BULK_THREAD_NICE } from '../../src/adapters/fs/threads/thread-priority.js';
 import { trimHeap } from '../../src/adapters/fs/threads/heap-trim.js';
 import { TreeRemoval } from '../../src/adapters/fs/write/tree-removal.js';
+import { legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
@@ -152,6 +154,32 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     // One queue in order would answer the removal first.
     expect(order).toEqual(['probe', 'removal']);
     expect((await probed).missing).toEqual(['a'.repeat(64)]);
+  });
+
+  it('takes turns between probes and the tasks asked before them: many probes do not hold a removal back', async () => {
+    const tree = join(root, 'removed-between-probes');
+    await makeTree(tree);
+    const order: string[] = [];
+    // Ten probes of 20,000 objects each, five steps each; the removal of 734 entries, three steps.
+    const many = new Map(Array.from({ length: 20_000 }, (_, i) => [i.toString(16).padStart(64, '0'), 1]));
+    const removed = tasks.remove(tree).then(() => order.push('removal'));
+    const probes = Array.from({ length: 10 }, () => tasks.probeObjects(join(root, 'no-store'), undefined, many).then(() => order.push('probe')));
+    await Promise.all([removed, ...probes]);
+    // Probes first whatever was asked before them would answer all ten before the removal.
+    expect(order.indexOf('removal')).toBeLessThan(5);
+  });
+
+  it('probes a store only once its name migration, asked before, is done: the probe looks under the new names alone', async () => {
+    const store = join(root, 'store-to-migrate');
+    const bytes = Buffer.from('migrated object');
+    const digest = createHash('sha256').update(bytes).digest();
+    await mkdir(join(store, legacyObjectPath(digest), '..'), { recursive: true });
+    await writeFile(join(store, legacyObjectPath(digest)), bytes);
+    const migrated = tasks.migrateObjectNames(store);
+    const probed = await tasks.probeObjects(store, undefined, new Map([[digest.toString('hex'), bytes.length]]));
+    await migrated;
+    expect(probed.missing).toEqual([]);
+    expect(await readFile(join(store, objectPath(digest)), 'utf8')).toBe('migrated object');
   });
 
   it('fails what the threads had in hand when one stops, and starts new ones for the next use', async () => {

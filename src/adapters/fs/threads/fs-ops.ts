@@ -32,9 +32,8 @@ export const OP_RMDIR = 9;
 
 export const BATCH_BYTES = 256 * 1024;
 /**
- * Operations on paths (a system call each) a batch holds at most. A batch of links is
- * small in bytes: 256 KiB held some 3,800, 60-100 ms of the writer's time, and a probe
- * a client waits on (task-queue.ts) came only after the batch in hand.
+ * Operations on paths (a system call each) a batch holds at most: links are small, and a
+ * probe a client waits on (task-queue.ts) waits for the batch in hand.
  */
 export const BATCH_PATH_OPS = 1024;
 export const DIGEST_BYTES = 32;

@@ -30,23 +30,31 @@ function taskFor(request: WriterTaskRequest): WriterTask {
   }
 }
 
+type Entry = { readonly id: number; readonly type: WriterTaskRequest['type']; readonly task: WriterTask };
+type Lane = 'probes' | 'ordered' | 'walks';
+/** Whose turn it is, step by step: probes every other one. */
+const TURNS: readonly Lane[] = ['probes', 'ordered', 'probes', 'walks'];
+
 /**
- * The writer's tasks: removals, collections, adoptions and shares in the order asked, the
- * first one in progress; in a lane of their own, the walks that derive a release's
- * manifest or its files' inodes; and, ahead of both, the probes. A walk's cost grows with
- * the user's store or a project's releases, and any client with a token can ask for one,
- * so the walks and the ordered lane take turns, a step each: a commit's adoption never
- * waits for walks to finish, only for one step of one. A probe is what a client waits on
+ * The writer's tasks, in three lanes: removals, collections, migrations, adoptions and
+ * shares in the order asked, the first one in progress; the walks that derive a
+ * release's manifest or its files' inodes; and the probes. A walk's cost grows with the
+ * user's store or a project's releases, and any client with a token can ask for walks
+ * and probes, so the lanes take turns a step each: a commit's adoption never waits for
+ * walks or probes to finish, only for a step of one. A probe is what a client waits on
  * (its answer lists the objects to send) while the writer builds that client's release
- * from its base: it goes first, and a step of it goes before each batch of writes too
- * (stepProbe), not after the batches in flight. It only looks, and the adoptions it
- * must not overtake are settled before it is asked (node-session-objects.ts).
+ * from its base, so probes have every other turn, a step before each batch of writes too
+ * (stepProbe), and take turns among themselves: a small one is not held behind a large one.
+ *
+ * A probe may so overtake an adoption asked for after its own was settled
+ * (node-session-objects.ts), or a collection: it then answers missing an object that is
+ * not, or present one about to go, which costs a second upload or a publish's 409, never
+ * a wrong release. It does not overtake a store's name migration, whose old names it
+ * does not look under.
  */
 export class WriterTaskQueue {
-  private readonly probes: { id: number; task: WriterTask }[] = [];
-  private readonly queued: { id: number; task: WriterTask }[] = [];
-  private readonly walks: { id: number; task: WriterTask }[] = [];
-  private walkTurn = false;
+  private readonly lanes: Record<Lane, Entry[]> = { probes: [], ordered: [], walks: [] };
+  private turn = 0;
   private running = false;
 
   constructor(private readonly answer: (message: WriterTaskAnswer) => void) {}
@@ -57,24 +65,29 @@ export class WriterTaskQueue {
   }
 
   add(request: WriterTaskRequest): void {
-    const lane = request.type === 'probe' ? this.probes : request.type === 'manifest' || request.type === 'inodes' ? this.walks : this.queued;
-    lane.push({ id: request.id, task: taskFor(request) });
+    this.lanes[this.laneOf(request.type)].push({ id: request.id, type: request.type, task: taskFor(request) });
     if (!this.running) {
       this.running = true;
       setImmediate(this.stepOne);
     }
   }
 
-  /** One step of the first probe waiting, if there is one: the writer calls this before each batch. */
+  /** A step of a waiting probe, if there is one: the writer calls this before each batch. */
   stepProbe(): void {
-    if (this.probes.length > 0) this.step(this.probes);
+    if (this.lanes.probes.length > 0) this.step(this.lanes.probes);
+  }
+
+  private laneOf(type: WriterTaskRequest['type']): Lane {
+    if (type === 'manifest' || type === 'inodes') return 'walks';
+    if (type === 'probe' && !this.lanes.ordered.some((entry) => entry.type === 'migrate')) return 'probes';
+    return 'ordered';
   }
 
   private readonly stepOne = (): void => {
-    this.walkTurn = !this.walkTurn;
-    const lane =
-      this.probes.length > 0 ? this.probes : (this.walkTurn && this.walks.length > 0) || this.queued.length === 0 ? this.walks : this.queued;
-    if (lane.length === 0) {
+    const turns = TURNS.map((_, i) => TURNS[(this.turn + i) % TURNS.length]!);
+    this.turn = (this.turn + 1) % TURNS.length;
+    const lane = turns.map((name) => this.lanes[name]).find((entries) => entries.length > 0);
+    if (lane === undefined) {
       this.running = false;
       return;
     }
@@ -83,7 +96,8 @@ export class WriterTaskQueue {
     setImmediate(this.stepOne);
   };
 
-  private step(lane: { id: number; task: WriterTask }[]): void {
+  /** A step of the lane's first task; a probe not done yet goes to the back of its lane. */
+  private step(lane: Entry[]): void {
     const current = lane[0]!;
     let answer: WriterTaskAnswer | undefined;
     try {
@@ -95,6 +109,6 @@ export class WriterTaskQueue {
     if (answer) {
       lane.shift();
       this.answer(answer);
-    }
+    } else if (lane === this.lanes.probes) lane.push(lane.shift()!);
   }
 }
