@@ -584,7 +584,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       const root = await site('corrupt', files);
       await deployed([root, '--project', 'corrupt']);
       const written = await cacheFiles();
-      for (const [i, bytes] of ['not JSON at all', '{"format":1,"files":"no"}', '{"format":2}\n{"files":[]}'].entries()) {
+      for (const [i, bytes] of ['not JSON at all', '{"format":1,"files":"no"}'].entries()) {
         for (const path of written) await writeFile(path, bytes);
         await writeFile(join(root, 'index.html'), `corrupt ${i}`);
         const mark = proxy.seen.length;
@@ -598,29 +598,35 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
         ]);
         expect(await live('corrupt')).toEqual(await contents(root));
       }
-      // A head whose files are not the ones it names: the open on its base has left already,
-      // and is deleted; the deploy goes on with the whole manifest, not a difference from them.
+      // A head whose files are not the ones it names, or cannot be parsed: the open on its base
+      // has left already, and is deleted; the deploy goes on with the whole manifest, not a
+      // difference from them.
       const lines = await Promise.all((await cacheFiles()).map(async (path) => ({ path, lines: (await readFile(path, 'utf8')).split('\n') })));
-      const { path, lines: [head, body] } = lines.find(({ lines: [first] }) => first!.includes('"project":"corrupt"'))!;
-      const cached = JSON.parse(body!) as { files: { path: string; digest: string }[] };
-      cached.files.find((file) => file.path === 'docs/café.css')!.digest = 'f'.repeat(64);
-      await writeFile(path, `${head}\n${JSON.stringify(cached)}`);
-      await writeFile(join(root, 'docs/café.css'), 'body { color: red }');
-      const wrongFrom = proxy.seen.length;
-      const wrong = await sitedrop(['deploy', root, '--project', 'corrupt', '--json']);
-      expect(wrong.code).toBe(0);
-      expect(wrong.stderr).toMatch(/ignoring the cached manifest \S+ \(files that do not match its digest\): sending the whole manifest\n/);
-      expect(sequence(wrongFrom)).toEqual([
-        'POST /api/v1/deploys 201',
-        'DELETE /api/v1/deploys/<id> 204',
-        'POST /api/v1/deploys 201',
-        'PUT /api/v1/deploys/<id>/objects 200',
-        'POST /api/v1/deploys/<id>/publish 200',
-      ]);
-      expect(bodyOf(manifestRequests(wrongFrom)[0]!).base).toMatchObject({ release: JSON.parse(head!).release });
-      expect(bodyOf(manifestRequests(wrongFrom)[1]!).base).toBeUndefined();
-      expect(await live('corrupt')).toEqual(await contents(root));
-      expect(await leftInStaging()).toEqual([]);
+      const { path } = lines.find(({ lines: [first] }) => first!.includes('"project":"corrupt"'))!;
+      const bodies: [string, (body: string) => string][] = [
+        ['files that do not match its digest', (body) => body.replace(/"docs\/café\.css","size":\d+,"digest":"[0-9a-f]{64}"/, (entry) => entry.replace(/[0-9a-f]{64}"$/, `${'f'.repeat(64)}"`))],
+        ['Unexpected end of JSON input', () => '{"files":['],
+      ];
+      for (const [i, [why, broken]] of bodies.entries()) {
+        const [head, body] = (await readFile(path, 'utf8')).split('\n') as [string, string];
+        await writeFile(path, `${head}\n${broken(body)}`);
+        await writeFile(join(root, 'docs/café.css'), `body { color: #${i}${i}${i} }`);
+        const from = proxy.seen.length;
+        const wrong = await sitedrop(['deploy', root, '--project', 'corrupt', '--json']);
+        expect(wrong.code).toBe(0);
+        expect(wrong.stderr).toContain(`(${why}): sending the whole manifest\n`);
+        expect(sequence(from)).toEqual([
+          'POST /api/v1/deploys 201',
+          'DELETE /api/v1/deploys/<id> 204',
+          'POST /api/v1/deploys 201',
+          'PUT /api/v1/deploys/<id>/objects 200',
+          'POST /api/v1/deploys/<id>/publish 200',
+        ]);
+        expect(bodyOf(manifestRequests(from)[0]!).base).toMatchObject({ release: JSON.parse(head).release });
+        expect(bodyOf(manifestRequests(from)[1]!).base).toBeUndefined();
+        expect(await live('corrupt')).toEqual(await contents(root));
+        expect(await leftInStaging()).toEqual([]);
+      }
       // A cache directory that cannot be written: a notice, and the deploy stands.
       await writeFile(join(work, 'not-a-dir'), '');
       await writeFile(join(root, 'index.html'), 'no cache');

@@ -22,13 +22,15 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
   afterAll(() => rm(work, { recursive: true, force: true }));
 
   const cacheIn = (name: string, notices: string[] = []) => new ManifestCache(join(work, name), (line) => notices.push(line));
+  /** The cached manifest as a deploy reads it: the file opened, then its files parsed and checked. */
+  const readBack = (cache: ManifestCache) => cache.open(SERVER, { project: 'p' })?.files();
   const onlyFile = async (name: string) => join(work, name, (await readdir(join(work, name)))[0]!);
 
   it('gives back the stamps it was given, a file that could not be trusted as null', async () => {
     const cache = cacheIn('round-trip');
     const stamps = ['64769:1234:4:1700000000000000000:1700000000000000001', null];
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files, stamps });
-    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T120000', files), stamps });
+    expect(readBack(cache)).toEqual({ ...named('20261124T120000', files), stamps });
   });
 
   /** The two lines of a cache file as format 2 writes them: the head, then the files. */
@@ -78,12 +80,12 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const notices: string[] = [];
     const cache = cacheIn('older', notices);
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
-    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T120000', files));
+    expect(readBack(cache)).toEqual(named('20261124T120000', files));
     const path = await onlyFile('older');
     const { head, body } = await linesOf(path);
     for (const stamps of [['1:2:3:4:5'], ['1:2:3:4:5', 'not a stamp'], 'none']) {
       await writeFile(path, `${JSON.stringify(head)}\n${JSON.stringify({ ...body, stamps })}`);
-      expect(cache.read(SERVER, { project: 'p' })).toBeUndefined();
+      expect(readBack(cache)).toBeUndefined();
     }
     expect(notices).toHaveLength(3);
     expect(notices[0]).toMatch(/^ignoring the cached manifest .+ \(stamps that do not match its files\): sending the whole manifest$/);
@@ -94,9 +96,29 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const stamps = ['1:2:3:4:5', null];
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T110000', files, stamps });
     const path = await onlyFile('format-1');
-    await writeFile(path, await earlierFormat(path));
+    const earlier = await earlierFormat(path);
+    await writeFile(path, earlier);
     expect(cache.open(SERVER, { project: 'p' })?.base).toEqual({ release: '20261124T110000', digest: manifestDigest(files) });
-    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T110000', files), stamps });
+    expect(readBack(cache)).toEqual({ ...named('20261124T110000', files), stamps });
+    // Reflowed by another tool, or ended with a line break: JSON all the same.
+    for (const text of [`${earlier}\n`, JSON.stringify(JSON.parse(earlier), null, 2)]) {
+      await writeFile(path, text);
+      expect(readBack(cache)).toEqual({ ...named('20261124T110000', files), stamps });
+    }
+  });
+
+  it('checks the files once, however often a deploy asks, and says so once', async () => {
+    const notices: string[] = [];
+    const cache = cacheIn('once', notices);
+    await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
+    const entry = cache.open(SERVER, { project: 'p' })!;
+    expect(entry.files()).toBe(entry.files());
+    const path = await onlyFile('once');
+    const { head } = await linesOf(path);
+    await writeFile(path, `${JSON.stringify(head)}\n[]`);
+    const broken = cache.open(SERVER, { project: 'p' })!;
+    expect([broken.files(), broken.files()]).toEqual([undefined, undefined]);
+    expect(notices).toHaveLength(1);
   });
 
   it("reads the gzip file an earlier version kept when it has none of its own, and removes it once it writes its own", async () => {
@@ -109,12 +131,12 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const json = await earlierFormat(path);
     await rm(path);
     await writeFile(`${path}.gz`, 'not gzip');
-    expect(cache.read(SERVER, { project: 'p' })).toBeUndefined();
+    expect(readBack(cache)).toBeUndefined();
     await writeFile(`${path}.gz`, gzipSync(json));
-    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T110000', files), stamps });
+    expect(readBack(cache)).toEqual({ ...named('20261124T110000', files), stamps });
     await cache.write(SERVER, { project: 'p' }, { release: '20261124T120000', files });
     expect(await readdir(join(work, 'earlier'))).toEqual([basename(path)]);
-    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T120000', files));
+    expect(readBack(cache)).toEqual(named('20261124T120000', files));
   });
 
   it('begun while the server publishes, holds nothing until finished with the release; abandoned, writes nothing and keeps the last', async () => {
@@ -124,11 +146,11 @@ describe("the CLI's manifest cache keeps each file's stamp beside its digest", (
     const abandoned = cache.begin(SERVER, { project: 'p' }, { files, stamps });
     abandoned.abandon();
     const pending = cache.begin(SERVER, { project: 'p' }, { files, stamps });
-    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T110000', files.slice(0, 1)));
+    expect(readBack(cache)).toEqual(named('20261124T110000', files.slice(0, 1)));
     await abandoned.finish('20261124T130000');
-    expect(cache.read(SERVER, { project: 'p' })).toEqual(named('20261124T110000', files.slice(0, 1)));
+    expect(readBack(cache)).toEqual(named('20261124T110000', files.slice(0, 1)));
     await pending.finish('20261124T120000');
-    expect(cache.read(SERVER, { project: 'p' })).toEqual({ ...named('20261124T120000', files), stamps });
+    expect(readBack(cache)).toEqual({ ...named('20261124T120000', files), stamps });
     expect(await readdir(join(work, 'pending'))).toHaveLength(1);
   });
 

@@ -89,11 +89,13 @@ async function readFolder(api: ApiClient, target: DeployTarget, path: string, ca
   // Before the early open: a Ctrl-C from then on must not leave its session behind.
   if (cached) process.once('SIGINT', interrupt);
   let early: Early | undefined;
+  // The session of a base whose cached files failed their checks: deleted while the folder is read.
+  let cancelling: Promise<void> | undefined;
   try {
     early = cached && (await openEarly(api, target, cached.base));
     const base = cached?.files();
     if (early && !base) {
-      await cancelEarly(api, early);
+      cancelling = cancelEarly(api, early);
       early = undefined;
     }
     const folder = await readSiteFolder(path);
@@ -106,6 +108,7 @@ async function readFolder(api: ApiClient, target: DeployTarget, path: string, ca
     await cancelEarly(api, early);
     throw error;
   } finally {
+    await cancelling;
     process.removeListener('SIGINT', interrupt);
   }
 }

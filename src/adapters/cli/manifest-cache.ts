@@ -4,7 +4,7 @@ import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import type { DeployTarget } from './api-client.js';
+import type { DeployTarget, ManifestBody } from './api-client.js';
 import type { ManifestFile } from '../../domain/manifest.js';
 import { manifestDigest } from '../../domain/manifest-digest.js';
 import type { FileStamp, RememberedFiles } from './quick-check.js';
@@ -25,10 +25,7 @@ export interface PublishedManifest extends RememberedFiles {
 }
 
 /** How a manifest names the release it is relative to: the release, and the digest of its files (manifest-digest.ts). */
-export interface ManifestBase {
-  readonly release: string;
-  readonly digest: string;
-}
+export type ManifestBase = NonNullable<ManifestBody['base']>;
 
 /** A cached manifest as read back: its files, and the digest they were checked against. */
 export interface CachedManifest extends PublishedManifest {
@@ -36,9 +33,10 @@ export interface CachedManifest extends PublishedManifest {
 }
 
 /**
- * A cache file found: the base it names, read without parsing its files (enough for the
- * deploy to open on it at once), and `files()` to parse and check them while the server
- * answers. Both halves come from one read of one file, so they are one deploy's.
+ * A cache file found: the base it names, from its first line (enough for the deploy to
+ * open on it at once), and `files()` to parse and check its files while the server
+ * answers (a format 1 file's are parsed at once: its digest is worked out from them).
+ * Both halves come from one read of one file, so they are one deploy's.
  */
 export interface CacheEntry {
   readonly base: ManifestBase;
@@ -95,9 +93,10 @@ export class ManifestCache {
   ) {}
 
   /**
-   * The cache's entry for this target, its first line parsed (the files are left for
-   * CacheEntry.files). Read synchronously, before the folder's walk: an asynchronous read
-   * needs this thread between its steps, and so would wait for the walk, which is synchronous.
+   * The cache's entry for this target, the file read whole and its first line parsed (the
+   * files are left for CacheEntry.files). Read synchronously, before the folder's walk: an
+   * asynchronous read needs this thread between its steps, and so would wait for the walk,
+   * which is synchronous.
    */
   open(server: string, target: DeployTarget): CacheEntry | undefined {
     const path = this.pathOf(server, target);
@@ -120,11 +119,6 @@ export class ManifestCache {
     }
   }
 
-  /** The cached manifest, parsed and checked whole: open and files in one. */
-  read(server: string, target: DeployTarget): CachedManifest | undefined {
-    return this.open(server, target)?.files();
-  }
-
   async write(server: string, target: DeployTarget, manifest: PublishedManifest): Promise<void> {
     await this.begin(server, target, manifest).finish(manifest.release);
   }
@@ -133,8 +127,8 @@ export class ManifestCache {
    * The manifest of a deploy under way, written once its release is known: its digest and
    * its files' serializing are worked out while the server publishes, so the deploy does
    * not wait for them after its answer; the head, with the release, goes in front last.
-   * `abandon`, when the deploy fails, writes nothing. Not compressed: gzip costs the CLI more time than a cache's megabytes are
-   * worth (docs/performance.md).
+   * `abandon`, when the deploy fails, writes nothing. Not compressed: gzip costs the CLI
+   * more time than a cache's megabytes are worth (docs/performance.md).
    */
   begin(server: string, target: DeployTarget, remembered: RememberedFiles): PendingManifest {
     const path = this.pathOf(server, target);
@@ -211,34 +205,48 @@ const serverKey = (server: string): string => new URL(server).href;
 /**
  * A cache file's content, checked as what it is: data another program could have written.
  * Its files are checked when asked for, against the digest the head names: a deploy opened
- * on that digest must not go on to send a difference from other files.
+ * on that digest must not go on to send a difference from other files. (Their paths are
+ * not held to the path rules here: the check catches accidents, not a crafted file, which
+ * the stamps would let through anyway.)
  */
 function entryOf(bytes: Buffer, server: string, target: DeployTarget, ignored: (error: unknown) => undefined): CacheEntry {
-  // JSON has no raw line break: only format 2's head ends in one.
+  // JSON.stringify writes no raw line break: format 2's head ends at the first one.
   const end = bytes.indexOf(0x0a);
-  const head = JSON.parse(bytes.toString('utf8', 0, end === -1 ? bytes.length : end)) as Record<string, unknown>;
-  const { format, server: cachedServer, project, preview, release, digest } = head ?? {};
-  if (!((format === FORMAT && end !== -1) || (format === EARLIER_FORMAT && end === -1))) throw new Error('not a format this sitedrop reads');
+  const head = end === -1 ? undefined : headOf(bytes.toString('utf8', 0, end));
+  // Format 1 as any JSON layout: written on one line, but another tool may have reflowed it.
+  const whole = head !== undefined && head.format !== EARLIER_FORMAT ? head : (JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+  const { format, server: cachedServer, project, preview, release, digest } = whole ?? {};
+  if ((format !== FORMAT || whole !== head) && format !== EARLIER_FORMAT) throw new Error('not a format this sitedrop reads');
   if (cachedServer !== serverKey(server) || project !== target.project || (preview ?? undefined) !== target.preview) throw new Error('for another server or project');
   if (typeof release !== 'string' || !RELEASE_ID.test(release)) throw new Error('no release id');
   if (format === EARLIER_FORMAT) {
-    const cached = { ...filesOf(head), release };
+    const cached = { ...filesOf(whole), release };
     const named = { ...cached, digest: manifestDigest(cached.files) };
     return { base: { release, digest: named.digest }, files: () => named };
   }
   if (typeof digest !== 'string' || !DIGEST.test(digest)) throw new Error('no digest');
-  return {
-    base: { release, digest },
-    files: () => {
-      try {
-        const cached = { ...filesOf(JSON.parse(bytes.toString('utf8', end + 1))), release };
-        if (manifestDigest(cached.files) !== digest) throw new Error('files that do not match its digest');
-        return { ...cached, digest };
-      } catch (error) {
-        return ignored(error);
-      }
-    },
+  let checked: CachedManifest | undefined | null = null;
+  const files = (): CachedManifest | undefined => {
+    try {
+      const cached = { ...filesOf(JSON.parse(bytes.toString('utf8', end + 1))), release };
+      if (manifestDigest(cached.files) !== digest) throw new Error('files that do not match its digest');
+      return { ...cached, digest };
+    } catch (error) {
+      return ignored(error);
+    }
   };
+  // Worked out once: asked again, the same answer, and the notice said once.
+  return { base: { release, digest }, files: () => (checked === null ? (checked = files()) : checked) };
+}
+
+/** A first line that is a JSON object, or undefined (a format 1 file reflowed begins with less). */
+function headOf(line: string): Record<string, unknown> | undefined {
+  try {
+    const head: unknown = JSON.parse(line);
+    return typeof head === 'object' && head !== null ? (head as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The files and stamps of a cache's body, checked. */
