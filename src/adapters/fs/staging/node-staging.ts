@@ -237,7 +237,8 @@ export class NodeStaging implements Staging, ReleasePreparation {
     try {
       const started = performance.now();
       const objects = { store: this.tree.objectsDir(user), fresh: area.fresh };
-      const built = await this.extractor.assemble(manifest, area.dir, objects, area.chmod, { kind: 'ahead', deferred }, signal);
+      // Flushed as it fills, as a staging area is: the publish's own flush has only the tail left.
+      const built = await flushingMeanwhile(area.dir, () => this.extractor.assemble(manifest, area.dir, objects, area.chmod, { kind: 'ahead', deferred }, signal), EARLY_FLUSH_MS);
       return { area, deferred, built, ms: Math.round(performance.now() - started) };
     } catch (error) {
       await this.tree.throwAwayStagingArea(area.dir).catch(() => undefined);
