@@ -43,19 +43,24 @@ export async function startMonitor(service) {
     child.once('exit', (code) => reject(new Error(`status poller exited (${code})`)));
   });
   let peak = 0;
+  /** Each part's own peak (`during`'s `part`): which kind of deploy made the shape's. */
+  const parts = {};
+  let windowPeak = 0;
   let windows = 0;
   let polledWindows = 0;
   const sample = (field) => {
     try {
-      peak = Math.max(peak, readStatus(service.pid, field));
+      windowPeak = Math.max(windowPeak, readStatus(service.pid, field));
+      peak = Math.max(peak, windowPeak);
     } catch {
       // the service has died: its peak so far stands
     }
   };
   return {
-    /** Runs `work` (the service's deploys) with the service watched throughout. */
-    async during(work, poll = false) {
+    /** Runs `work` (the service's deploys) with the service watched throughout; `part` names what it is for the peaks by part. */
+    async during(work, poll = false, part = poll ? 'polled' : 'timed') {
       windows += 1;
+      windowPeak = 0;
       if (poll) polledWindows += 1;
       const hwm = resetPeak(service.pid);
       if (poll) child.send('start');
@@ -66,6 +71,7 @@ export async function startMonitor(service) {
         clearInterval(sampler);
         child.send('pause');
         sample(hwm ? 'VmHWM' : 'VmRSS');
+        parts[part] = Math.max(parts[part] ?? 0, windowPeak / 1024 / 1024);
       }
     },
     report: () => new Promise((resolve, reject) => {
@@ -74,6 +80,7 @@ export async function startMonitor(service) {
         deploys: windows,
         polledDeploys: polledWindows,
         peakRssMiB: peak / 1024 / 1024,
+        peaksByPartMiB: parts,
         status: latencies.length === 0
           ? { samples: 0, failed }
           : { samples: latencies.length, failed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },

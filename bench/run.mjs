@@ -50,8 +50,9 @@ const median = (xs) => {
 };
 const now = () => performance.now();
 /** What the monitor saw during a shape's deploys, as one line. */
-const watchedLine = ({ deploys, polledDeploys, peakRssMiB, status: st }) =>
-  `service peak RSS ${peakRssMiB.toFixed(1)} MiB over ${deploys} deploy(s); GET /api/v1/status during ${polledDeploys} of them: ${st.samples} samples` +
+const byPart = (parts = {}) => Object.entries(parts).map(([part, mib]) => `${part} ${mib.toFixed(1)}`).join(', ');
+const watchedLine = ({ deploys, polledDeploys, peakRssMiB, peaksByPartMiB, status: st }) =>
+  `service peak RSS ${peakRssMiB.toFixed(1)} MiB over ${deploys} deploy(s) (${byPart(peaksByPartMiB)}); GET /api/v1/status during ${polledDeploys} of them: ${st.samples} samples` +
   (st.samples === 0 ? '' : `, p50 ${st.p50.toFixed(1)} ms, p99 ${st.p99.toFixed(1)} ms, max ${st.max.toFixed(1)} ms`);
 /** A shape's first deploys in the table: median ms, median ratio to by hand, each pair's, median ratio to by hand made durable. */
 const firstColumns = (f) => (f ? [f.medianA.toFixed(0), f.medianRatio.toFixed(2), f.ratios.map((x) => x.toFixed(2)).join(' '), f.medianDurableRatio.toFixed(2)] : ['', '', '', '']);
@@ -97,7 +98,7 @@ function firstDeploys(service, monitor) {
   const sites = [];
   return {
     /** Deploys each of `projects` at once, each as a new user; returns ms. */
-    async deploy(archive, projects) {
+    async deploy(archive, projects, warmUp = false) {
       const tokens = [];
       for (let i = 0; i < projects.length; i += 1) {
         const user = `first${(firstCounter += 1)}`;
@@ -108,7 +109,7 @@ function firstDeploys(service, monitor) {
         const t = now();
         await Promise.all(projects.map((p, i) => httpDeploy(service.url, tokens[i], p, archive)));
         return now() - t;
-      }, false);
+      }, false, warmUp ? 'first warm-up' : 'first');
     },
     /** The series' `settled`: every first deploy's siblings made, the disk flushed. */
     settled: () => settle(service, sites),
@@ -170,9 +171,10 @@ async function settle(service, sites) {
  * A/C shows what the service costs beyond the flushes the by-hand way skips.
  */
 async function pairs(label, runA, runB, runC, settled) {
+  // Warm-ups, each side once; the service's is told so (`true`), for its peak by part.
   for (const run of [runA, runB, runC]) {
     await settled();
-    await run();
+    await run(true);
   }
   const a = [];
   const b = [];
@@ -294,12 +296,12 @@ async function main() {
       const gzip = statSync(fixture.archive).size;
       process.stderr.write(`${name}: ${fixture.files} files, ${(fixture.bytes / 1e6).toFixed(1)} MB unpacked, ${(gzip / 1e6).toFixed(1)} MB gzip\n`);
       const monitor = await startMonitor(service);
-      const deploy = (poll) => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive), poll);
+      const deploy = (poll, part) => monitor.during(() => httpDeploy(service.url, token, name, fixture.archive), poll, part);
       const settled = () => settle(service, [[BENCH_USER, name]]);
-      const r = await pairs(name, () => deploy(false), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
+      const r = await pairs(name, (warmUp) => deploy(false, warmUp ? 'warm-up' : 'timed'), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), settled);
       const servicePhasesMs = medianPhases(service, [name]);
       const first = firstDeploys(service, monitor);
-      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, () => first.deploy(fixture.archive, [name]), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), first.settled);
+      const firstRun = opts.first === 'off' ? undefined : await pairs(`${name} first`, (warmUp) => first.deploy(fixture.archive, [name], warmUp), () => byHand(handRoot, fixture.archive, name), () => byHand(handRoot, fixture.archive, name, true), first.settled);
       await polledDeploys(settled, () => deploy(true));
       results.scenarios.push({ name, files: fixture.files, unpackedBytes: fixture.bytes, gzipBytes: gzip, ...r, servicePhasesMs, first: firstRun, ...(await monitor.report()) });
     }
@@ -309,10 +311,10 @@ async function main() {
       process.stderr.write(`${CONCURRENT} ${base} deploys at once\n`);
       const monitor = await startMonitor(service);
       const sites = projects.map((p) => [BENCH_USER, p]);
-      const together = (poll) => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }, poll);
+      const together = (poll, part) => monitor.during(async () => { const t = now(); await Promise.all(projects.map((p) => httpDeploy(service.url, token, p, archives[base]))); return now() - t; }, poll, part);
       const r = await pairs(
         `${CONCURRENT}x ${base}`,
-        () => together(false),
+        (warmUp) => together(false, warmUp ? 'warm-up' : 'timed'),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
         () => settle(service, sites),
@@ -322,7 +324,7 @@ async function main() {
       const first = firstDeploys(service, monitor);
       const firstRun = opts.first === 'off' ? undefined : await pairs(
         `${CONCURRENT}x ${base} first`,
-        () => first.deploy(archives[base], projects),
+        (warmUp) => first.deploy(archives[base], projects, warmUp),
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p))); return now() - t; },
         async () => { const t = now(); await Promise.all(projects.map((p) => byHand(handRoot, archives[base], p, true))); return now() - t; },
         first.settled,
