@@ -51,7 +51,7 @@ describe('npm run bench', () => {
       expect(results.prunes).toEqual([{
         name: 'tiny', keep: expect.any(Number), deployMs: expect.any(Number), deletedMs: expect.any(Number),
         phasesMs: { stage: expect.any(Number), flush: expect.any(Number), lockWait: expect.any(Number), publish: expect.any(Number), prune: expect.any(Number) },
-        deploys: 2, polledDeploys: 1, peakRssMiB: expect.any(Number), status: expect.objectContaining({ failed: 0 }),
+        deploys: 2, polledDeploys: 1, peakRssMiB: expect.any(Number), peaksByPartMiB: { timed: expect.any(Number), polled: expect.any(Number) }, status: expect.objectContaining({ failed: 0 }),
       }]);
       expect(results.prunes[0].keep).toBeGreaterThan(2);
       expect(stdout).toMatch(/tiny: a deploy that prunes one release: \d+ ms \(repeats' median \d+\), stage \d+ ms, record \+ prune \d+ ms \(repeats' median [\d.]+\); deleted \d+ ms after the answer; service peak RSS \d+\.\d MiB; GET \/api\/v1\/status while it was deleted: \d+ samples/);
