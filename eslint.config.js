@@ -14,9 +14,9 @@ const outerWorld = [
  * isolate of its own, doing synchronous work in a loop. It may import the domain, Node's
  * built-ins, tar (unpack), its own folder, and of the rest of the adapter only what both
  * sides of a thread share: the protocol, the op encoding, the flow control, the object
- * names. Nothing of the main thread's (its async fs, the container, its services).
+ * names, the kept manifest's file and a directory's origin. Nothing of the main thread's (its async fs, the container, its services).
  */
-const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/quiet-collection', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings'];
+const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/quiet-collection', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings', 'store/kept-manifest-file', 'layout/directory-origin'];
 const onThreads = [
   {
     // Any path out of the folder but to the shared files above and to the domain.

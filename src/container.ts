@@ -59,6 +59,7 @@ import { BACKGROUND_QUIET, DeploysTree, RELEASE_ROOTS } from './adapters/fs/layo
 import { FS_THREADS, FsThreads, unpackHeapMb } from './adapters/fs/threads/fs-threads.js';
 import { WRITER_TASKS, WriterTasks } from './adapters/fs/threads/writer-tasks.js';
 import { trimHeap } from './adapters/fs/threads/heap-trim.js';
+import { KeptManifests } from './adapters/fs/store/kept-manifests.js';
 import { ManifestMemory } from './adapters/fs/store/manifest-memory.js';
 import { StoreAdoptions } from './adapters/fs/store/store-adoptions.js';
 import { ProjectContent } from './adapters/fs/store/project-content.js';
@@ -112,6 +113,7 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   c.bind(DeploysTree).toSelf().inSingletonScope();
   // What the staging assembled, the release store remembers once it is a release: one memory for both.
   c.bind(ManifestMemory).toSelf().inSingletonScope();
+  c.bind(KeptManifests).toSelf().inSingletonScope();
   c.bind(StoreAdoptions).toSelf().inSingletonScope();
   c.bind(ProjectContent).toSelf().inSingletonScope();
   c.bind(NodeStaging).toSelf().inSingletonScope();

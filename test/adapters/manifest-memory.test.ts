@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
-import { alice, digestOf, docs, expecting, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
+import { alice, digestOf, docs, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
+import { ASSEMBLED_FILES, commitAssembled } from '../support/assembled-release.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
 
-const SESSION = '0123456789abcdef0123456789abcdef';
 const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
 const many = (n: number, tag: string): ManifestFile[] => Array.from({ length: n }, (_, i) => ({ path: `${tag}/${i}.html`, size: i + 1, digest: digestOf(`${tag} ${i}`) }));
 
@@ -64,22 +64,13 @@ describe('ManifestMemory', () => {
 });
 
 describe('the release store and staging share what was assembled (real directories)', () => {
-  const wanted: ManifestFile[] = [
-    { path: 'index.html', size: 4, digest: digestOf('home') },
-    { path: 'docs/深い.html', size: 4, digest: digestOf('deep') },
-    { path: 'docs/empty.txt', size: 0, digest: EMPTY_DIGEST },
-  ];
-  const batch = async function* () {
-    yield tgz([file(digestOf('home'), 'home'), file(digestOf('deep'), 'deep')]);
-  };
-  const expected = new Map([[digestOf('home'), 4], [digestOf('deep'), 4]]);
+  const wanted = ASSEMBLED_FILES;
 
   it('answers the manifest of a release it assembled without walking its files; a release from an archive is walked once', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
-      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
+      await commitAssembled(d, R1);
       expect(byPath((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
       expect(walks).not.toHaveBeenCalled();
 
@@ -97,8 +88,7 @@ describe('the release store and staging share what was assembled (real directori
     const d = await realDeploys('sitedrop-memory-');
     try {
       const walks = vi.spyOn(d.tasks, 'releaseManifest');
-      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
+      await commitAssembled(d, R1);
       // What the precompression does after the answer: siblings beside the files (0444, as it makes them), the root's among them.
       await writeFile(join(d.deploysRoot, alice, docs, R1, 'index.html.gz'), 'gzip', { mode: 0o444 });
       expect(byPath((await d.store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
@@ -114,8 +104,7 @@ describe('the release store and staging share what was assembled (real directori
   it('walks a release that another replica removed and made again under the same id, and answers its new files', async () => {
     const d = await realDeploys('sitedrop-memory-');
     try {
-      await d.objects.receive(alice, SESSION, batch(), expecting(expected), going());
-      await d.store.commit(await d.staging.assemble(alice, SESSION, packed(wanted)), alice, docs, R1);
+      await commitAssembled(d, R1);
       await d.store.commit(await d.staging.stage(alice, (async function* () { yield tgz([file('other.html', 'other')]); })(), LIMITS, going()), alice, docs, R2);
       // What another replica's prune then commit does: the directory goes, another takes its name.
       const project = join(d.deploysRoot, alice, docs);

@@ -40,8 +40,8 @@ describe.skipIf(!PG_URL)(`the storage quota across two replicas (USER_MAX_BYTES=
       for (const upload of uploads) upload.finish();
       const answers = await Promise.all(uploads.map((u) => u.response));
       expect(answers.map((a) => a.status).sort()).toEqual([200, 507]);
-      // One project kept; the user's store of shared files (.objects) is no project.
-      expect((await readdir(join(shared, 'deploys', user))).filter((name) => name !== '.objects')).toHaveLength(1);
+      // One project kept; the user's store of shared files (.objects) and kept manifests (.manifests) are no project.
+      expect((await readdir(join(shared, 'deploys', user))).filter((name) => !name.startsWith('.'))).toHaveLength(1);
       await until(async () => (await staging()).length === 0, 'the refused staging area to go');
     }
   });

@@ -120,8 +120,8 @@ describe(`USER_MAX_BYTES=${QUOTA}, RELEASES_KEEP=2 (real server, real directorie
       const answers = await Promise.all(uploads.map((u) => u.response));
       expect(answers.map((a) => a.status).sort()).toEqual([200, 507]);
       expect(answers.find((a) => a.status === 507)!.body).toEqual(refusal(12_000));
-      // The user's store of shared files (.objects) is no project.
-      const kept = (await readdir(join(h.deploysRoot, `racer${round}`))).filter((name) => name !== '.objects');
+      // The user's store of shared files (.objects) and kept manifests (.manifests) are no project.
+      const kept = (await readdir(join(h.deploysRoot, `racer${round}`))).filter((name) => !name.startsWith('.'));
       expect(kept).toHaveLength(1);
       await until(async () => (await staging()).length === 0, 'the refused staging area to go');
     }

@@ -5,6 +5,7 @@ import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extracto
 import { DeploysTree, type BackgroundQuiet } from '../../src/adapters/fs/layout/deploys-tree.js';
 import { FsThreads } from '../../src/adapters/fs/threads/fs-threads.js';
 import { WriterTasks } from '../../src/adapters/fs/threads/writer-tasks.js';
+import { KeptManifests } from '../../src/adapters/fs/store/kept-manifests.js';
 import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
 import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
 import { NodeSessionObjects } from '../../src/adapters/fs/staging/node-session-objects.js';
@@ -29,6 +30,8 @@ export interface RealDeploys {
   readonly tree: DeploysTree;
   /** Tarball releases' new objects on their way into the store after the commit. */
   readonly adoptions: StoreAdoptions;
+  /** Releases' manifests kept beside them, for a store made again over the same directories (a restart). */
+  readonly kept: KeptManifests;
   /** Waits for the background adoptions and deletions; returns the deletions that failed. */
   settle(): Promise<string[]>;
   close(): Promise<void>;
@@ -46,24 +49,28 @@ export async function realDeploys(prefix: string, { quiet }: { quiet?: Backgroun
   const manifests = new ManifestMemory();
   const content = new ProjectContent(tree, tasks);
   const adoptions = new StoreAdoptions(tree, tasks, new SilentLogger());
+  const kept = new KeptManifests(tree, new SilentLogger());
   const deploys = {
     root,
     docsRoot,
     deploysRoot,
     staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content, adoptions),
-    store: new NodeReleaseStore(tree, tasks, manifests, adoptions),
+    store: new NodeReleaseStore(tree, tasks, manifests, adoptions, kept),
     objects: new NodeSessionObjects(tree, extractor, tasks, content, adoptions),
     rules: new ReleaseRulesFiles(tree),
     threads,
     tasks,
     tree,
     adoptions,
+    kept,
     async settle() {
       await adoptions.idle();
+      await kept.idle();
       return tree.settle();
     },
     async close() {
       await adoptions.idle();
+      await kept.idle();
       await tree.settle();
       await threads.close();
       await rm(root, { recursive: true, force: true });

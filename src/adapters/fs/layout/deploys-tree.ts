@@ -8,6 +8,7 @@ import { isResourceName } from '../../../domain/resource-name.js';
 import type { Username } from '../../../domain/username.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { TrashCollector } from '../store/trash-collector.js';
+import { originOf } from './directory-origin.js';
 import { isMissing } from '../threads/fs-errors.js';
 
 /** The ids KyselyDeploySessions makes: 16 random bytes in hex. */
@@ -248,14 +249,9 @@ export function directoryIdentity(dir: string): Promise<string | undefined> {
   return describeDirectory(dir, (info) => `${info.dev}:${info.ino}:${info.ctimeNs}`);
 }
 
-/**
- * A directory's device, inode and birth time: what its compressed siblings, added after
- * the commit, leave as it was, and what one removed and made again under the same name
- * does not share, even if the filesystem gives it the freed inode number (a birth time of
- * 0 where the filesystem keeps none). Undefined if there is none.
- */
+/** The directory's origin (directory-origin.ts), or undefined if there is none. */
 export function directoryOrigin(dir: string): Promise<string | undefined> {
-  return describeDirectory(dir, (info) => `${info.dev}:${info.ino}:${info.birthtimeNs}`);
+  return describeDirectory(dir, originOf);
 }
 
 /** `describe` of the directory's stat, or undefined if there is none. */

@@ -13,6 +13,7 @@ import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
 import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
 import { isMissing } from '../threads/fs-errors.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
+import { KeptManifests } from '../store/kept-manifests.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
 import { treeBytes } from '../layout/tree-bytes.js';
@@ -36,6 +37,7 @@ export class NodeReleaseStore implements ReleaseStore {
     @inject(WRITER_TASKS) private readonly tasks: WriterTasks,
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
     @inject(StoreAdoptions) private readonly adoptions: StoreAdoptions,
+    @inject(KeptManifests) private readonly kept: KeptManifests,
   ) {
     this.docsRoot = tree.roots.docsRoot;
   }
@@ -50,11 +52,19 @@ export class NodeReleaseStore implements ReleaseStore {
     const dir = join(projectDir, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
+    // A tarball's writer recorded its files beside the area: out before that directory goes.
+    if (!manifest) await this.kept.keepWritten(this.tree.freshObjectsOf(staged.handle), user, project, id);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
     await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
     const identity = manifest && (await directoryOrigin(dir));
-    if (manifest && identity) this.manifests.remember(dir, identity, manifest);
+    if (manifest && identity) this.know(user, project, id, identity, manifest);
+  }
+
+  /** Remembers release `id`'s manifest, and keeps it on disk in the background (a failure costs a walk). */
+  private know(user: Username, project: ProjectName, id: ReleaseId, identity: string, manifest: PackedManifest): void {
+    this.manifests.remember(join(this.tree.projectDir(user, project), id), identity, manifest);
+    void this.kept.keep(user, project, id, identity, manifest);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
@@ -82,8 +92,10 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    const dir = join(this.tree.projectDir(user, project), id);
+    const projectDir = this.tree.projectDir(user, project);
+    const dir = join(projectDir, id);
     this.manifests.forget(dir);
+    await this.kept.forget(user, project, id, await directoryOrigin(dir));
     await this.tree.throwAway(dir);
     this.tree.collectObjects(user);
   }
@@ -102,18 +114,24 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
-    const dir = join(this.tree.projectDir(user, project), id);
+    const projectDir = this.tree.projectDir(user, project);
+    const dir = join(projectDir, id);
     // Its origin, not its ctime: the siblings precompression adds after the publish change that, never the files.
     const identity = await directoryOrigin(dir);
     if (identity === undefined) return undefined;
     const remembered = this.manifests.recall(dir, identity);
     if (remembered) return remembered;
-    // Its files are found in the store by inode: those not adopted yet would be read and hashed.
-    await this.adoptions.settled(user);
-    // Derived from the store's names, not kept beside the release: no byte more on disk
-    // per release (docs/content-store.md).
-    const packed = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user));
-    if (packed) this.manifests.remember(dir, identity, packed);
+    const kept = await this.kept.read(user, project, id, identity);
+    if (kept instanceof PackedManifest) {
+      this.manifests.remember(dir, identity, kept);
+      return kept;
+    }
+    // Walked, its files are found in the store by inode: those not adopted yet would be
+    // read and hashed. A tarball writer's records of it name every file already.
+    if (kept === undefined) await this.adoptions.settled(user);
+    // Derived from the records or the store's names (docs/content-store.md), and kept packed for the next time.
+    const packed = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user), kept && this.kept.path(user, project));
+    if (packed) this.know(user, project, id, identity, packed);
     return packed;
   }
 
@@ -140,6 +158,7 @@ export class NodeReleaseStore implements ReleaseStore {
       if (!isMissing(error)) throw error;
     });
     await this.tree.throwAway(this.tree.projectDir(user, project));
+    await this.kept.drop(user, project);
     this.tree.collectObjects(user);
   }
 

@@ -124,8 +124,12 @@ export type WriterTaskRequest =
    * With `within` (sorted inode lists), the store answers only for objects whose inode one of them holds (object-probe.ts, ObjectProbe).
    */
   | { type: 'probe'; id: number; path: string; uploads: string | undefined; objects: ReadonlyMap<string, number>; within?: readonly Float64Array[] }
-  /** The manifest of the release at `path`, whose files link into the store `store` (release-manifest.ts). */
-  | { type: 'manifest'; id: number; path: string; store: string }
+  /**
+   * The manifest of the release at `path`, whose files link into the store `store`
+   * (release-manifest.ts); from `records` (a tarball writer's, kept-manifest-file.ts) if
+   * they are this release's and whole, else walked.
+   */
+  | { type: 'manifest'; id: number; path: string; store: string; records?: string }
   /** The inode numbers of the files of the release at `path` (release-inodes.ts). */
   | { type: 'inodes'; id: number; path: string }
   /** Links into the uploads `into` those of the uploads at `path` that are among `objects` (digest to size), at their size. */

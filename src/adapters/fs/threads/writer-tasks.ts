@@ -69,9 +69,12 @@ export class WriterTasks implements WriterListener {
     return this.run({ type: 'share', path: from, into, objects });
   }
 
-  /** The manifest of the release at `release`, whose files link into `store`; undefined if there is no such release. */
-  async releaseManifest(release: string, store: string): Promise<PackedManifest | undefined> {
-    const listed = await this.run({ type: 'manifest', path: release, store });
+  /**
+   * The manifest of the release at `release`, whose files link into `store`; undefined if
+   * there is no such release. From `records` if they are its own (kept-manifest-file.ts), else walked.
+   */
+  async releaseManifest(release: string, store: string, records?: string): Promise<PackedManifest | undefined> {
+    const listed = await this.run({ type: 'manifest', path: release, store, ...(records && { records }) });
     return listed === 'gone' ? undefined : PackedManifest.from(listed);
   }
 

@@ -1,9 +1,11 @@
-import { createHash, type Hash } from 'node:crypto';
-import { closeSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from 'node:fs';
+import { createHash, hash, type Hash } from 'node:crypto';
+import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { EMPTY_DIGEST, manifestOf, type ManifestFile } from '../../../domain/manifest.js';
 import { PackedManifest } from '../../../domain/packed-manifest.js';
+import { originOf } from '../layout/directory-origin.js';
 import { isGeneratedSibling, SITEDROP_DIR } from '../store/generated-siblings.js';
+import { HEAD_BYTES_MAX, packRecords, parseKeptHead, RECORDS_FORMAT } from '../store/kept-manifest-file.js';
 import { digestOfEntry, isAsideShard, isShard } from '../store/object-names.js';
 import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 import { isMissing } from '../threads/fs-errors.js';
@@ -66,6 +68,8 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
   constructor(
     private readonly release: string,
     private readonly store: string,
+    /** A tarball writer's records (kept-manifest-file.ts): the manifest, without a walk, if they are this release's and whole. */
+    private readonly records?: string,
   ) {}
 
   /** Does up to `budget` syscalls' worth of work; true once the manifest is known. */
@@ -93,6 +97,11 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
   private walkRelease(): void {
     if (this.identity === undefined) {
       this.identity = this.releaseIdentity();
+      const recorded = this.records === undefined ? undefined : readRecords(this.records, originOf(this.identity));
+      if (recorded !== undefined) {
+        this.manifest = recorded;
+        this.phase = 'done';
+      }
       return;
     }
     const path = this.toMeasure.pop();
@@ -203,6 +212,24 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
     if (!info.isDirectory()) throw new ReleaseGone();
     return info;
   }
+}
+
+/**
+ * The manifest `path` holds as a writer's records of the release of origin `origin`, or
+ * undefined if it holds none (another release's, unfinished, damaged, or not there).
+ */
+function readRecords(path: string, origin: string): Uint8Array | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+  const found = parseKeptHead(bytes.subarray(0, HEAD_BYTES_MAX));
+  if (found?.head.format !== RECORDS_FORMAT || found.head.origin !== origin) return undefined;
+  const records = bytes.subarray(found.length);
+  return hash('sha256', records) === found.head.sha256 ? packRecords(records) : undefined;
 }
 
 /** A read of the release: a path that is not there means the release is not (or no longer) whole. */

@@ -20,7 +20,7 @@ function taskFor(request: WriterTaskRequest): WriterTask {
     case 'migrate':
       return new ObjectNameMigration(request.path);
     case 'manifest':
-      return new ReleaseManifestWalk(request.path, request.store);
+      return new ReleaseManifestWalk(request.path, request.store, request.records);
     case 'inodes':
       return new ReleaseInodesWalk(request.path);
     case 'share':

@@ -4,6 +4,7 @@ import { DIGEST_BYTES, OP_CLOSE, OP_CREATE, OP_LINK, OP_LINK_UPLOADED, OP_MKDIR,
 import { UPLOADS_MARK, type StagingObjects } from '../threads/fs-protocol.js';
 import { isMissing } from '../threads/fs-errors.js';
 import { legacyObjectPath, objectPath } from '../store/object-names.js';
+import { ManifestRecords } from './manifest-records.js';
 import { NewObjects } from './new-objects.js';
 import { isIntact, linkIfThere, linkOrCopy, listStore, ObjectHints } from './object-links.js';
 
@@ -15,6 +16,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export class Target {
   private openFd: number | undefined;
   private openPath = '';
+  /** The bytes written to the open file so far. */
+  private openBytes = 0;
+  /** A tarball's files as they are put in place, for its release to be a base without a walk. */
+  private records: ManifestRecords | undefined;
   failed = false;
   /**
    * Objects the store holds and those the session uploaded, each listed once, at the
@@ -47,6 +52,7 @@ export class Target {
     private readonly chmod: boolean,
   ) {
     this.adoptLater = objects.writes === 'release' || objects.uploads !== undefined ? new NewObjects() : undefined;
+    if (objects.writes === 'release') this.records = ManifestRecords.open(root, objects.fresh);
   }
 
   /** A tarball's new objects or the uploads an assembly linked, packed, for the store to adopt after the publish; undefined for any other job. */
@@ -82,6 +88,7 @@ export class Target {
         const length = view.getUint32(at + 1);
         if (this.openFd === undefined) throw new Error('file data arrived with no file open');
         writeFully(this.openFd, batch.subarray(at + 5, at + 5 + length));
+        this.openBytes += length;
         at += 5 + length;
       } else if (op === OP_CLOSE) {
         this.closeAndShare(batch.subarray(at + 1, at + 1 + DIGEST_BYTES));
@@ -90,6 +97,20 @@ export class Target {
         throw new Error(`unknown file-system operation ${op}`);
       }
     }
+  }
+
+  /** The job is over: closes its open file, and finishes its records (a failed job's are left unfinished, no manifest). */
+  end(): void {
+    const records = this.records;
+    this.records = undefined;
+    try {
+      this.close();
+    } catch (error) {
+      records?.abandon();
+      throw error;
+    }
+    if (this.failed) records?.abandon();
+    else records?.finish();
   }
 
   close(): void {
@@ -113,6 +134,7 @@ export class Target {
     if (this.openFd !== undefined) throw new Error('a file was created while another was open');
     this.openFd = openSync(path, CREATE_NEW, PUBLISHED_FILE_MODE);
     this.openPath = path;
+    this.openBytes = 0;
     if (this.chmod) fchmodSync(this.openFd, PUBLISHED_FILE_MODE);
   }
 
@@ -123,6 +145,7 @@ export class Target {
   private put(path: string, digest: Uint8Array, bytes: Uint8Array): void {
     // Empty files share nothing worth a link: each is an inode, as tar makes it. A batch's file is its object already.
     const name = bytes.length > 0 && this.objects.writes !== 'objects' ? objectPath(digest) : undefined;
+    this.records?.add(path.slice(this.root.length + 1), digest, bytes.length);
     if (name !== undefined && this.linkShared(name, digest, path)) return;
     this.create(path);
     writeFully(this.openFd!, bytes);
@@ -141,6 +164,7 @@ export class Target {
     if (this.openFd === undefined) throw new Error('a file was closed with none open');
     this.close();
     if (this.objects.writes === 'objects') return;
+    this.records?.add(path.slice(this.root.length + 1), digest, this.openBytes);
     const name = objectPath(digest);
     const spare = this.spare();
     if (this.linkShared(name, digest, spare)) {

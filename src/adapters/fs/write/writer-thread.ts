@@ -36,7 +36,7 @@ unpacker.on('message', (message: ToWriter) => {
   if (message.type === 'flush') {
     targets.delete(message.job);
     try {
-      target?.close();
+      target?.end();
     } catch (error) {
       if (!target!.failed) toUnpacker({ type: 'failed', job: message.job, message: (error as Error).message });
     }
@@ -50,7 +50,7 @@ unpacker.on('message', (message: ToWriter) => {
     } catch (error) {
       target.failed = true;
       try {
-        target.close();
+        target.end();
       } catch {
         // The first failure is the one worth reporting.
       }

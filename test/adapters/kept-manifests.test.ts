@@ -1,0 +1,246 @@
+import { cp, readdir, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
+import { KEPT_MANIFESTS } from '../../src/adapters/fs/store/kept-manifest-file.js';
+import { KeptManifests } from '../../src/adapters/fs/store/kept-manifests.js';
+import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
+import type { Logger } from '../../src/adapters/log/logger.js';
+import type { ManifestFile } from '../../src/domain/manifest.js';
+import type { PackedManifest } from '../../src/domain/packed-manifest.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
+import { alice, digestOf, docs, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
+import { ASSEMBLED_FILES, commitAssembled } from '../support/assembled-release.js';
+import { realDeploys, type RealDeploys } from '../support/real-deploys.js';
+import { file, tgz } from '../support/tar-builder.js';
+
+const R3 = '20261123T140000' as ReleaseId;
+const byPath = (files: readonly ManifestFile[] | undefined) => files && [...files].sort((a, b) => (a.path < b.path ? -1 : 1));
+const wanted = ASSEMBLED_FILES;
+const archive = (name: string, content: string) => (async function* () { yield tgz([file(name, content)]); })();
+
+/** What a restart makes of the same directories: a release store with nothing remembered. */
+function restarted(d: RealDeploys, logger?: Logger): { store: NodeReleaseStore; walks: ReturnType<typeof vi.spyOn> } {
+  const kept = logger ? new KeptManifests(d.tree, logger) : d.kept;
+  const store = new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions, kept);
+  return { store, walks: vi.spyOn(d.tasks, 'releaseManifest') };
+}
+
+async function assembled(d: RealDeploys, id: ReleaseId): Promise<void> {
+  await commitAssembled(d, id);
+  await d.kept.idle();
+}
+
+const within = async (test: (d: RealDeploys) => Promise<void>) => {
+  const d = await realDeploys('sitedrop-kept-');
+  try {
+    await test(d);
+  } finally {
+    vi.restoreAllMocks();
+    await d.close();
+  }
+};
+
+describe("a release's manifest kept on disk (real directories, a restart as a store with nothing remembered)", () => {
+  it("answers an assembled release after a restart without walking it, from one file in the user's directory, in no project's", () => within(async (d) => {
+    await assembled(d, R1);
+    expect(await readdir(join(d.deploysRoot, alice, KEPT_MANIFESTS))).toEqual([docs]);
+    const { store, walks } = restarted(d);
+    expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
+    expect(walks).not.toHaveBeenCalled();
+    // Not a file of the release, nor a release, nor a project.
+    expect(await readdir(join(d.deploysRoot, alice, docs))).toEqual([R1]);
+    expect(await store.projects(alice)).toEqual([docs]);
+  }));
+
+  it('keeps a walked release, so the next restart reads it instead; the walk and the file agree', () => within(async (d) => {
+    await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R1);
+    const first = restarted(d);
+    const walked = (await first.store.releasePackedManifest(alice, docs, R1))?.manifestFiles();
+    expect(walked).toEqual([{ path: 'a.html', size: 1, digest: digestOf('a') }]);
+    expect(first.walks).toHaveBeenCalledTimes(1);
+    await d.kept.idle();
+    vi.restoreAllMocks();
+    const second = restarted(d);
+    expect((await second.store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual(walked);
+    expect(second.walks).not.toHaveBeenCalled();
+  }));
+
+  it('is the latest release known: a later one replaces it, and an earlier one is walked again', () => within(async (d) => {
+    await assembled(d, R1);
+    await assembled(d, R2);
+    const { store, walks } = restarted(d);
+    expect(byPath((await store.releasePackedManifest(alice, docs, R2))?.manifestFiles())).toEqual(byPath(wanted));
+    expect(walks).not.toHaveBeenCalled();
+    expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
+    expect(walks).toHaveBeenCalledTimes(1);
+  }));
+
+  it('is not taken for a directory made again under the same id (another origin): that one is walked', () => within(async (d) => {
+    await assembled(d, R1);
+    await d.store.commit(await d.staging.stage(alice, archive('other.html', 'other'), LIMITS, going()), alice, docs, R2);
+    const project = join(d.deploysRoot, alice, docs);
+    // What another replica's prune then commit does: the directory goes, another takes its name.
+    await rm(join(project, R1), { recursive: true });
+    await rename(join(project, R2), join(project, R1));
+    const { store, walks } = restarted(d);
+    expect((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual([{ path: 'other.html', size: 5, digest: digestOf('other') }]);
+    expect(walks).toHaveBeenCalledTimes(1);
+  }));
+
+  it.each([
+    ['cut short', 1, async (path: string) => truncate(path, (await readFile(path)).length - 3)],
+    ['a byte of a path changed', 1, async (path: string) => {
+      const bytes = await readFile(path);
+      bytes[bytes.lastIndexOf('h'.charCodeAt(0))] = 'j'.charCodeAt(0);
+      await writeFile(path, bytes);
+    }],
+    ['its head not one', 0, async (path: string) => writeFile(path, `{"format":1}\n${(await readFile(path)).toString('latin1')}`, 'latin1')],
+    ['empty', 0, async (path: string) => writeFile(path, '')],
+  ])('damaged (%s): the release is walked instead, and its files are what they are', (_name, warned, damage) => within(async (d) => {
+    await assembled(d, R1);
+    await damage(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs));
+    const warnings: string[] = [];
+    const logger: Logger = { info: () => undefined, warn: (message) => void warnings.push(message), error: () => undefined };
+    const { store, walks } = restarted(d, logger);
+    expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(byPath(wanted));
+    expect(walks).toHaveBeenCalledTimes(1);
+    // A file that says it is one and is not is worth a word in the log.
+    expect(warnings).toHaveLength(warned);
+  }));
+
+  it("goes with its release, and stays when another release goes", () => within(async (d) => {
+    await assembled(d, R1);
+    await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R2);
+    await assembled(d, R3);
+    const kept = join(d.deploysRoot, alice, KEPT_MANIFESTS);
+    await d.store.removeRelease(alice, docs, R1);
+    expect(await readdir(kept)).toEqual([docs]);
+    await d.store.removeRelease(alice, docs, R3);
+    expect(await readdir(kept)).toEqual([]);
+    expect(await d.store.releases(alice, docs)).toEqual([R2]);
+  }));
+
+  it('goes with its project, even one kept just before', () => within(async (d) => {
+    await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R1);
+    await commitAssembled(d, R2);
+    await d.store.removeProject(alice, docs);
+    await d.kept.idle();
+    expect(await readdir(join(d.deploysRoot, alice, KEPT_MANIFESTS))).toEqual([]);
+  }));
+
+  it('keeps in the order asked: a large manifest then a small one leaves the small one', () => within(async (d) => {
+    await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R1);
+    const large = packed(Array.from({ length: 30_000 }, (_, i) => ({ path: `docs/section-${i % 40}/page-${i}.html`, size: i + 1, digest: digestOf(`page ${i}`) })));
+    const small = packed(wanted);
+    void d.kept.keep(alice, docs, R1, 'origin-1', large);
+    void d.kept.keep(alice, docs, R2, 'origin-2', small);
+    await d.kept.idle();
+    expect(byPath(((await d.kept.read(alice, docs, R2, 'origin-2')) as PackedManifest | undefined)?.manifestFiles())).toEqual(byPath(wanted));
+    expect(await d.kept.read(alice, docs, R1, 'origin-1')).toBeUndefined();
+  }));
+
+  it('three releases committed one after another: the last is kept, and nothing is left beside the staging areas', () => within(async (d) => {
+    for (const id of [R1, R2, R3]) await commitAssembled(d, id);
+    await d.kept.idle();
+    const { store, walks } = restarted(d);
+    expect(byPath((await store.releasePackedManifest(alice, docs, R3))?.manifestFiles())).toEqual(byPath(wanted));
+    expect(walks).not.toHaveBeenCalled();
+    expect(await readdir(join(d.deploysRoot, '.fresh'))).toEqual([]);
+  }));
+
+  describe("a tarball's release, as its writer recorded it", () => {
+    const large = 'L'.repeat(300_001);
+    const contents: Record<string, string> = {
+      'index.html': 'home',
+      'docs/深い/ページ.html': 'deep',
+      'docs/copy.html': 'home',
+      'empty.txt': '',
+      'media/large.bin': large,
+      _redirects: '/old /new 301',
+    };
+    const site = () => (async function* () { yield tgz(Object.entries(contents).map(([path, content]) => file(path, content))); })();
+    const expected = byPath(Object.entries(contents).map(([path, content]) => ({ path, size: Buffer.byteLength(content), digest: digestOf(content) })));
+    const headOf = async (d: RealDeploys) => JSON.parse((await readFile(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs), 'utf8')).split('\n')[0]!) as { format: number };
+
+    it('is kept beside it as records, read after a restart without waiting for its adoption, then kept packed', () => within(async (d) => {
+      await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R1);
+      await d.kept.idle();
+      expect((await headOf(d)).format).toBe(2);
+      const { store, walks } = restarted(d);
+      const settled = vi.spyOn(d.adoptions, 'settled');
+      expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
+      expect(walks).toHaveBeenCalledWith(join(d.deploysRoot, alice, docs, R1), join(d.deploysRoot, alice, '.objects'), join(d.deploysRoot, alice, KEPT_MANIFESTS, docs));
+      expect(settled).not.toHaveBeenCalled();
+      await d.kept.idle();
+      expect((await headOf(d)).format).toBe(1);
+      // What the records gave is what a walk of the release finds.
+      await d.settle();
+      const walked = await d.tasks.releaseManifest(join(d.deploysRoot, alice, docs, R1), join(d.deploysRoot, alice, '.objects'));
+      expect(byPath(walked?.manifestFiles())).toEqual(expected);
+    }));
+
+    it('are trusted as the writer wrote them, like a remembered manifest: a file changed by hand in the release since is not seen', () => within(async (d) => {
+      await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R1);
+      await d.kept.idle();
+      const page = join(d.deploysRoot, alice, docs, R1, 'index.html');
+      await rm(page);
+      await writeFile(page, 'edited by hand');
+      const { store } = restarted(d);
+      expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
+    }));
+
+    it('are not taken for another directory under its id (a copy changed by hand): that one is walked', () => within(async (d) => {
+      await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R1);
+      await d.kept.idle();
+      const project = join(d.deploysRoot, alice, docs);
+      await cp(join(project, R1), join(project, 'copy'), { recursive: true });
+      await writeFile(join(project, 'copy', 'index.html'), 'changed');
+      await rm(join(project, R1), { recursive: true });
+      await rename(join(project, 'copy'), join(project, R1));
+      const { store } = restarted(d);
+      const files = byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles());
+      expect(files?.find((f) => f.path === 'index.html')).toEqual({ path: 'index.html', size: 7, digest: digestOf('changed') });
+    }));
+
+    it.each([
+      ['a byte of a record changed', async (path: string) => {
+        const bytes = await readFile(path);
+        bytes.writeUInt8(bytes.readUInt8(bytes.length - 2) ^ 1, bytes.length - 2);
+        await writeFile(path, bytes);
+      }],
+      ['cut short', async (path: string) => truncate(path, (await readFile(path)).length - 5)],
+      ['left without its head, as a writer that failed leaves them', async (path: string) => {
+        const bytes = await readFile(path);
+        bytes.fill(0, 0, 512);
+        await writeFile(path, bytes);
+      }],
+    ])('whose records are damaged (%s): walked instead, its files what they are', (_name, damage) => within(async (d) => {
+      await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R1);
+      await d.kept.idle();
+      await damage(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs));
+      const { store } = restarted(d);
+      expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
+      await d.kept.idle();
+      expect((await headOf(d)).format).toBe(1);
+    }));
+
+    it('are not kept for a staging area thrown away, nor for another release of the same project made under its id', () => within(async (d) => {
+      await d.staging.discard(await d.staging.stage(alice, site(), LIMITS, going()));
+      await d.store.commit(await d.staging.stage(alice, archive('other.html', 'other'), LIMITS, going()), alice, docs, R1);
+      await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R2);
+      await d.kept.idle();
+      const project = join(d.deploysRoot, alice, docs);
+      // R2's records describe R2's directory only: moved under R1's name, they are not its files.
+      await rm(join(project, R1), { recursive: true });
+      await rename(join(project, R2), join(project, R1));
+      await d.store.commit(await d.staging.stage(alice, archive('third.html', 'third'), LIMITS, going()), alice, docs, R2);
+      await d.kept.idle();
+      const { store } = restarted(d);
+      expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
+      expect((await store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual([{ path: 'third.html', size: 5, digest: digestOf('third') }]);
+      await d.settle();
+      expect(await readdir(join(d.deploysRoot, '.fresh'))).toEqual([]);
+    }));
+  });
+});
