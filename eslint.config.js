@@ -14,14 +14,14 @@ const outerWorld = [
  * isolate of its own, doing synchronous work in a loop. It may import the domain, Node's
  * built-ins, tar (unpack), its own folder, and of the rest of the adapter only what both
  * sides of a thread share: the protocol, the op encoding, the flow control, the object
- * names, the kept manifest's file and a directory's origin. Nothing of the main thread's (its async fs, the container, its services).
+ * names, the kept manifest's file, a directory's origin. Nothing of the main thread's (its async fs, the container, its services).
  */
 const threadShared = ['threads/fs-protocol', 'threads/fs-ops', 'threads/send-window', 'threads/fs-errors', 'threads/garbage', 'threads/quiet-collection', 'threads/thread-priority', 'store/object-names', 'store/generated-siblings', 'store/kept-manifest-file', 'layout/directory-origin'];
 const onThreads = [
   {
     // Any path out of the folder but to the shared files above and to the domain.
     regex: `^\\.\\./(?!(?:${threadShared.join('|')})\\.js$|\\.\\./\\.\\./domain/)`,
-    message: 'code run on the unpack and writer threads imports only the protocol, the op encoding, the object names and the domain',
+    message: 'code run on the unpack and writer threads imports only the domain and the modules both sides of a thread share (threadShared)',
   },
   { group: ['inversify', 'express', 'express/*', 'busboy', 'kysely', 'kysely/*', 'better-sqlite3', 'pg', 'pino', 'prom-client', 'node:fs/promises', 'fs/promises'], message: 'the unpack and writer threads do synchronous work only, with no framework' },
 ];

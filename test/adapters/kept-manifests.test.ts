@@ -1,8 +1,10 @@
-import { cp, readdir, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
-import { KEPT_MANIFESTS } from '../../src/adapters/fs/store/kept-manifest-file.js';
+import { isWhole, KEPT_MANIFESTS, parseKeptHead, readRecords, WRITTEN_RECORDS } from '../../src/adapters/fs/store/kept-manifest-file.js';
+import { originOf } from '../../src/adapters/fs/layout/directory-origin.js';
+import { ManifestRecords } from '../../src/adapters/fs/write/manifest-records.js';
 import { KeptManifests } from '../../src/adapters/fs/store/kept-manifests.js';
 import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
 import type { Logger } from '../../src/adapters/log/logger.js';
@@ -107,6 +109,29 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
     expect(walks).toHaveBeenCalledTimes(1);
     // A file that says it is one and is not is worth a word in the log.
     expect(warnings).toHaveLength(warned);
+  }));
+
+  it('is not taken for a directory made again by hand under the same id: that one is walked', () => within(async (d) => {
+    await assembled(d, R1);
+    const release = join(d.deploysRoot, alice, docs, R1);
+    await rm(release, { recursive: true });
+    await mkdir(release);
+    await writeFile(join(release, 'by-hand.html'), 'by hand');
+    const { store, walks } = restarted(d);
+    expect((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles()).toEqual([{ path: 'by-hand.html', size: 7, digest: digestOf('by hand') }]);
+    expect(walks).toHaveBeenCalledTimes(1);
+  }));
+
+  it('is not left behind by a keep still under way when its release, or its user, goes', () => within(async (d) => {
+    await commitAssembled(d, R1);
+    await d.store.removeRelease(alice, docs, R1);
+    await d.kept.idle();
+    expect(await readdir(join(d.deploysRoot, alice, KEPT_MANIFESTS))).toEqual([]);
+    // A keep that lands after its user's files went (removeUserFiles) brings none of them back.
+    await d.store.removeUserFiles(alice);
+    await d.settle();
+    await d.kept.keep(alice, docs, R2, 'origin-2', packed(wanted));
+    expect(await readdir(d.deploysRoot)).not.toContain(alice);
   }));
 
   it("goes with its release, and stays when another release goes", () => within(async (d) => {
@@ -225,8 +250,11 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
       expect((await headOf(d)).format).toBe(1);
     }));
 
-    it('are not kept for a staging area thrown away, nor for another release of the same project made under its id', () => within(async (d) => {
-      await d.staging.discard(await d.staging.stage(alice, site(), LIMITS, going()));
+    it('are not kept for a refused archive, nor for another release of the same project made under its id', () => within(async (d) => {
+      // Refused at its last entry (more files than the limits allow): its records go with its area.
+      const tooMany = (async function* () { yield tgz(Array.from({ length: LIMITS.maxFiles + 1 }, (_, i) => file(`f${i}.html`, `${i}`))); })();
+      await expect(d.staging.stage(alice, tooMany, LIMITS, going())).rejects.toThrow(/more than/);
+      expect(await readdir(join(d.deploysRoot, '.fresh'))).toEqual([]);
       await d.store.commit(await d.staging.stage(alice, archive('other.html', 'other'), LIMITS, going()), alice, docs, R1);
       await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R2);
       await d.kept.idle();
@@ -241,6 +269,34 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
       expect((await store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual([{ path: 'third.html', size: 5, digest: digestOf('third') }]);
       await d.settle();
       expect(await readdir(join(d.deploysRoot, '.fresh'))).toEqual([]);
+    }));
+  });
+
+  describe("the writer's records (ManifestRecords, real files)", () => {
+    it('give back every file as written, a path of the longest length the policy allows included; none where they cannot be made', () => within(async (d) => {
+      const root = join(d.root, 'area');
+      const fresh = join(d.root, 'fresh');
+      await mkdir(root);
+      await mkdir(fresh);
+      expect(ManifestRecords.open(root, join(d.root, 'not-there'))).toBeUndefined();
+      const longest = `${'d'.repeat(254)}/${'e'.repeat(254)}/${'f'.repeat(254)}/${'g'.repeat(1024 - 3 * 255 - 5)}.html`;
+      expect(Buffer.byteLength(longest)).toBe(1024);
+      // Past the records' 64 KiB buffer, so that it is written in several pieces.
+      const files: ManifestFile[] = [...Array.from({ length: 3000 }, (_, i) => ({ path: `p/${i}.html`, size: i, digest: digestOf(`${i}`) })), { path: longest, size: 5 * 1024 ** 3, digest: digestOf('long') }];
+      const records = ManifestRecords.open(root, fresh)!;
+      for (const f of files) records.add(f.path, Buffer.from(f.digest, 'hex'), f.size);
+      records.finish();
+      // A second job's records in the same place are not made: the first's stay as they are.
+      expect(ManifestRecords.open(root, fresh)).toBeUndefined();
+      const bytes = await readFile(join(fresh, WRITTEN_RECORDS));
+      const found = parseKeptHead(bytes.subarray(0, 1024))!;
+      expect(found.length).toBe(512);
+      expect(found.head.origin).toBe(originOf(await stat(root, { bigint: true })));
+      const body = bytes.subarray(found.length);
+      expect(isWhole(found.head, body)).toBe(true);
+      const read: ManifestFile[] = [];
+      expect(readRecords(body, 0, Infinity, (f) => read.push(f))).toBe(body.length);
+      expect(read).toEqual(files);
     }));
   });
 });

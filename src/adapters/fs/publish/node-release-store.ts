@@ -53,7 +53,7 @@ export class NodeReleaseStore implements ReleaseStore {
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
     // A tarball's writer recorded its files beside the area: out before that directory goes.
-    if (!manifest) await this.kept.keepWritten(this.tree.freshObjectsOf(staged.handle), user, project, id);
+    if (!manifest) await this.kept.keepWritten(this.tree.freshObjectsOf(staged.handle), user, project);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
     await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
@@ -127,7 +127,8 @@ export class NodeReleaseStore implements ReleaseStore {
       return kept;
     }
     // Walked, its files are found in the store by inode: those not adopted yet would be
-    // read and hashed. A tarball writer's records of it name every file already.
+    // read and hashed. A tarball writer's records of it name every file already (records
+    // the writer then finds wanting are walked without that wait: as right, only slower).
     if (kept === undefined) await this.adoptions.settled(user);
     // Derived from the records or the store's names (docs/content-store.md), and kept packed for the next time.
     const packed = await this.tasks.releaseManifest(dir, this.tree.objectsDir(user), kept && this.kept.path(user, project));

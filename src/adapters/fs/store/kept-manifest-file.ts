@@ -1,5 +1,6 @@
-import { manifestOf, type Digest, type ManifestFile } from '../../../domain/manifest.js';
-import { PackedManifest } from '../../../domain/packed-manifest.js';
+import { hash } from 'node:crypto';
+import { PATH_LIMITS } from '../../../domain/archive-policy.js';
+import type { Digest, ManifestFile } from '../../../domain/manifest.js';
 
 /**
  * The file a project's latest known manifest is kept in (kept-manifests.ts),
@@ -52,6 +53,16 @@ export function parseKeptHead(start: Uint8Array): { head: KeptHead; length: numb
   }
 }
 
+/** Whether the file of head `head` is the manifest of the directory of origin `origin` (release `release`, if the head names one). */
+export function describes(head: KeptHead, origin: string, release?: string): boolean {
+  return head.origin === origin && (head.release === undefined || release === undefined || head.release === release);
+}
+
+/** Whether `body`, the bytes after the head, are those the head was written for: not cut short, not damaged. */
+export function isWhole(head: KeptHead, body: Uint8Array): boolean {
+  return hash('sha256', body) === head.sha256;
+}
+
 /** The head line; a writer's padded to RECORDS_HEAD_BYTES. */
 export function encodeKeptHead(head: KeptHead): Buffer {
   const line = JSON.stringify(head);
@@ -60,8 +71,8 @@ export function encodeKeptHead(head: KeptHead): Buffer {
   return Buffer.from(`${line.padEnd(RECORDS_HEAD_BYTES - 1)}\n`);
 }
 
-/** The largest record: a path of PATH_LIMITS.maxPathBytes. */
-export const RECORD_BYTES_MAX = RECORD_FIXED_BYTES + 1024;
+/** The largest record: a path as long as the archive policy allows. */
+export const RECORD_BYTES_MAX = RECORD_FIXED_BYTES + PATH_LIMITS.maxPathBytes;
 
 /** Writes one file's record into `into` at `at` (room for RECORD_BYTES_MAX there); returns where it ends. */
 export function writeRecord(into: Buffer, at: number, path: string, digest: Uint8Array, size: number): number {
@@ -72,18 +83,17 @@ export function writeRecord(into: Buffer, at: number, path: string, digest: Uint
   return at + RECORD_FIXED_BYTES + pathBytes;
 }
 
-/** The records as a packed manifest's bytes; undefined if they are not whole records. */
-export function packRecords(records: Uint8Array): Uint8Array | undefined {
-  const bytes = Buffer.from(records.buffer, records.byteOffset, records.byteLength);
-  const files: ManifestFile[] = [];
-  for (let at = 0; at < bytes.length; ) {
-    if (at + RECORD_FIXED_BYTES > bytes.length) return undefined;
-    const digest = bytes.toString('hex', at, at + 32) as Digest;
-    const size = bytes.readDoubleLE(at + 32);
-    const end = at + RECORD_FIXED_BYTES + bytes.readUInt32LE(at + 40);
-    if (end > bytes.length) return undefined;
-    files.push({ path: bytes.toString('utf8', at + RECORD_FIXED_BYTES, end), size, digest });
+/**
+ * Hands up to `count` records of `records` from `at` to `add`; returns where the next
+ * starts (records.length once all are read), or undefined if they are not whole records.
+ */
+export function readRecords(records: Buffer, at: number, count: number, add: (file: ManifestFile) => void): number | undefined {
+  for (let read = 0; read < count && at < records.length; read += 1) {
+    if (at + RECORD_FIXED_BYTES > records.length) return undefined;
+    const end = at + RECORD_FIXED_BYTES + records.readUInt32LE(at + 40);
+    if (end > records.length) return undefined;
+    add({ path: records.toString('utf8', at + RECORD_FIXED_BYTES, end), size: records.readDoubleLE(at + 32), digest: records.toString('hex', at, at + 32) as Digest });
     at = end;
   }
-  return PackedManifest.pack(manifestOf(files)).packed;
+  return at;
 }

@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { hash } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { PackedManifest, sharedBytes } from '../../../domain/packed-manifest.js';
 import type { ProjectName } from '../../../domain/project-name.js';
@@ -9,26 +9,27 @@ import type { Username } from '../../../domain/username.js';
 import { LOGGER, type Logger } from '../../log/logger.js';
 import { DeploysTree } from '../layout/deploys-tree.js';
 import { isMissing } from '../threads/fs-errors.js';
-import { encodeKeptHead, HEAD_BYTES_MAX, KEPT_MANIFESTS, PACKED_FORMAT, parseKeptHead, RECORDS_FORMAT, WRITTEN_RECORDS, type KeptHead } from './kept-manifest-file.js';
+import { describes, encodeKeptHead, HEAD_BYTES_MAX, isWhole, KEPT_MANIFESTS, PACKED_FORMAT, parseKeptHead, RECORDS_FORMAT, WRITTEN_RECORDS, type KeptHead } from './kept-manifest-file.js';
 
 /**
  * The manifest of a project's latest release whose files are known (a tarball's, as its
- * writer recorded them; one assembled from a manifest; one walked), kept on disk beside
- * its releases (kept-manifest-file.ts): a redeploy relative to it after a restart, after
- * a tarball deploy, or after the remembered manifests (ManifestMemory) have let it go
- * for other projects', reads 90 bytes a file instead of walking the release and its
- * store (0.6-1.3 s for 40,000 files here). One file per project, replaced by each
- * release it describes, so five releases cost the disk of one manifest.
+ * writer recorded them; one assembled from a manifest; one walked), kept on disk
+ * (kept-manifest-file.ts): a redeploy relative to it after a restart, after a tarball
+ * deploy, or after the remembered manifests (ManifestMemory) have let it go for other
+ * projects', reads it instead of walking the release and its store (docs/performance.md).
+ * One file per project, replaced by each release it describes, so five releases cost the
+ * disk of one manifest.
  *
  * Trusted as the walk is: only as a shortcut to what the service itself wrote, for the
  * directory it was written for (its origin: another release made under the same id does
  * not match), whole (its checksum), and compared with the client's digest before use
- * like any base. Not flushed: a file lost with the power costs one walk.
+ * like any base. Not flushed: a file lost with the power costs one walk. Nothing here
+ * fails a deploy: a file that cannot be kept, read or removed costs a walk, or its disk.
  */
 @injectable()
 export class KeptManifests {
-  /** By project, the keep under way: two publishes in a row land in their order. */
-  private readonly keeping = new Map<string, Promise<void>>();
+  /** By file, the change under way: keeps and removals of one project's file land in the order asked. */
+  private readonly changing = new Map<string, Promise<void>>();
 
   constructor(
     @inject(DeploysTree) private readonly tree: DeploysTree,
@@ -42,11 +43,12 @@ export class KeptManifests {
 
   /**
    * Keeps `manifest` as release `release`'s (origin `origin`) of `project`, after the
-   * keeps asked before it and after the caller's turn of the event loop (a publish goes
-   * live first). Never throws: a failure costs a walk.
+   * changes asked before it and after the caller's turn of the event loop (a publish goes
+   * live first).
    */
   keep(user: Username, project: ProjectName, release: ReleaseId, origin: string, manifest: PackedManifest): Promise<void> {
-    return this.inTurn(user, project, release, async (scratch) => {
+    const scratch = this.tree.scratchPath();
+    const write = async (): Promise<void> => {
       const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: hash('sha256', manifest.packed) };
       const file = await open(scratch, 'wx', 0o600);
       try {
@@ -54,28 +56,29 @@ export class KeptManifests {
       } finally {
         await file.close();
       }
-    });
+    };
+    return this.inTurn(user, project, 'keeping a release\'s manifest', () => this.put(user, project, scratch, write));
   }
 
   /**
    * Keeps the records a tarball's writer left beside the staging area `fresh` (its own
    * directory, about to be thrown away) as the manifest of the release it became, if it
-   * left any. Moved out at once, kept in turn like `keep`; never throws.
+   * left any: moved out at once, into place in turn like `keep`.
    */
-  async keepWritten(fresh: string, user: Username, project: ProjectName, release: ReleaseId): Promise<void> {
+  async keepWritten(fresh: string, user: Username, project: ProjectName): Promise<void> {
     const scratch = this.tree.scratchPath();
     try {
       await rename(join(fresh, WRITTEN_RECORDS), scratch);
     } catch (error) {
-      if (!isMissing(error)) this.logger.warn("keeping a tarball's manifest failed", { release, error: (error as Error).message });
+      if (!isMissing(error)) this.logger.warn("keeping a tarball's manifest failed", { user, project, error: (error as Error).message });
       return;
     }
-    void this.inTurn(user, project, release, (into) => rename(scratch, into));
+    void this.inTurn(user, project, "keeping a tarball's manifest", () => this.put(user, project, scratch));
   }
 
-  /** Until the keeps asked so far have landed (or failed). */
+  /** Until the changes asked so far have landed (or failed). */
   async idle(): Promise<void> {
-    await Promise.all(this.keeping.values());
+    await Promise.all(this.changing.values());
   }
 
   /**
@@ -84,71 +87,70 @@ export class KeptManifests {
    * turns into its manifest; else undefined.
    */
   async read(user: Username, project: ProjectName, release: ReleaseId, origin: string): Promise<PackedManifest | 'records' | undefined> {
-    let file: FileHandle;
+    let file: FileHandle | undefined;
     try {
       file = await open(this.path(user, project), 'r');
-    } catch (error) {
-      if (isMissing(error)) return undefined;
-      throw error;
-    }
-    try {
       const found = await readHead(file);
-      if (found === undefined || found.head.origin !== origin || (found.head.release ?? release) !== release) return undefined;
+      if (found === undefined || !describes(found.head, origin, release)) return undefined;
       if (found.head.format === RECORDS_FORMAT) return 'records';
       const { size } = await file.stat();
       const packed = sharedBytes(size - found.length);
       const { bytesRead } = await file.read(packed, 0, packed.length, found.length);
-      // 2-3 ms for 40,000 files, on this thread: WebCrypto refuses shared memory.
-      if (bytesRead !== packed.length || hash('sha256', packed) !== found.head.sha256) {
-        this.logger.warn('a kept manifest is damaged: its release is walked instead', { release });
-        return undefined;
-      }
-      return PackedManifest.from(packed);
+      if (bytesRead === packed.length && isWhole(found.head, packed)) return PackedManifest.from(packed);
+      this.logger.warn('a kept manifest is damaged: its release is walked instead', { user, project, release });
+      return undefined;
+    } catch (error) {
+      if (!isMissing(error)) this.logger.warn('reading a kept manifest failed: its release is walked instead', { user, project, release, error: (error as Error).message });
+      return undefined;
     } finally {
-      await file.close();
+      await file?.close();
     }
   }
 
   /** Removes `project`'s kept manifest if it is release `release`'s (of origin `origin`, if it is still there), which is going. */
-  async forget(user: Username, project: ProjectName, release: ReleaseId, origin: string | undefined): Promise<void> {
+  forget(user: Username, project: ProjectName, release: ReleaseId, origin: string | undefined): Promise<void> {
     const path = this.path(user, project);
-    try {
+    return this.inTurn(user, project, 'removing a kept manifest', async () => {
       const file = await open(path, 'r');
       const found = await readHead(file).finally(() => file.close());
       if (found && (found.head.release === release || found.head.origin === origin)) await unlink(path);
+    });
+  }
+
+  /** Removes `project`'s kept manifest, whatever it is: the project is gone. */
+  drop(user: Username, project: ProjectName): Promise<void> {
+    return this.inTurn(user, project, 'removing a kept manifest', () => unlink(this.path(user, project)));
+  }
+
+  /**
+   * Puts the file `made` (made by `make`, if given) in place as `project`'s. Its directory
+   * is made if missing, but not the user's: a user removed meanwhile gets nothing back.
+   */
+  private async put(user: Username, project: ProjectName, made: string, make?: () => Promise<void>): Promise<void> {
+    const path = this.path(user, project);
+    try {
+      await make?.();
+      await mkdir(dirname(path), { mode: 0o700 }).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      });
+      await rename(made, path);
     } catch (error) {
-      if (!isMissing(error)) throw error;
+      await unlink(made).catch(() => undefined);
+      throw error;
     }
   }
 
-  /** Removes `project`'s kept manifest, whatever it is, once a keep under way has landed: the project is gone. */
-  async drop(user: Username, project: ProjectName): Promise<void> {
+  /** Runs `change` to `project`'s file after those asked before it, next turn of the event loop at the earliest; a failure is logged, never thrown. */
+  private inTurn(user: Username, project: ProjectName, what: string, change: () => Promise<void>): Promise<void> {
     const path = this.path(user, project);
-    await this.keeping.get(path);
-    await unlink(path).catch((error: unknown) => {
-      if (!isMissing(error)) throw error;
+    const before = this.changing.get(path) ?? new Promise<void>((resolve) => setImmediate(resolve));
+    const done = before.then(change).catch((error: unknown) => {
+      // Not there (the file, or the user, went meanwhile): nothing to do.
+      if (!isMissing(error)) this.logger.warn(`${what} failed`, { user, project, error: (error as Error).message });
     });
-  }
-
-  /** Runs `make` (which writes a new file at its scratch path) after the keeps asked before it, and moves what it made into place. */
-  private inTurn(user: Username, project: ProjectName, release: ReleaseId, make: (scratch: string) => Promise<void>): Promise<void> {
-    const path = this.path(user, project);
-    const before = this.keeping.get(path) ?? new Promise<void>((resolve) => setImmediate(resolve));
-    const done = before.then(async () => {
-      const scratch = this.tree.scratchPath();
-      try {
-        await make(scratch);
-        await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-        await rename(scratch, path);
-      } catch (error) {
-        await unlink(scratch).catch(() => undefined);
-        // The user went meanwhile: nothing to keep.
-        if (!isMissing(error)) this.logger.warn("keeping a release's manifest failed", { release, error: (error as Error).message });
-      }
-    });
-    this.keeping.set(path, done);
+    this.changing.set(path, done);
     void done.then(() => {
-      if (this.keeping.get(path) === done) this.keeping.delete(path);
+      if (this.changing.get(path) === done) this.changing.delete(path);
     });
     return done;
   }

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, lstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { originOf } from '../layout/directory-origin.js';
 import { encodeKeptHead, RECORD_BYTES_MAX, RECORDS_FORMAT, RECORDS_HEAD_BYTES, WRITTEN_RECORDS, writeRecord } from '../store/kept-manifest-file.js';
 
@@ -23,16 +23,21 @@ export class ManifestRecords {
   private pendingBytes = 0;
   private at = RECORDS_HEAD_BYTES;
 
-  private constructor(origin: string, fd: number) {
+  private constructor(
+    private readonly path: string,
+    origin: string,
+    fd: number,
+  ) {
     this.origin = origin;
     this.fd = fd;
   }
 
   /** Records of the staging area `root`, in `fresh`, its own directory beside it; undefined if they cannot be made there (a walk then stands in). */
   static open(root: string, fresh: string): ManifestRecords | undefined {
+    const path = `${fresh}/${WRITTEN_RECORDS}`;
     try {
       const origin = originOf(lstatSync(root, { bigint: true }));
-      return new ManifestRecords(origin, openSync(`${fresh}/${WRITTEN_RECORDS}`, 'wx', 0o600));
+      return new ManifestRecords(path, origin, openSync(path, 'wx', 0o600));
     } catch {
       return undefined;
     }
@@ -49,15 +54,25 @@ export class ManifestRecords {
     this.attempt(() => {
       this.write();
       writeAt(this.fd!, encodeKeptHead({ format: RECORDS_FORMAT, origin: this.origin, sha256: this.sha256.digest('hex') }), 0);
+      const fd = this.fd!;
+      this.fd = undefined;
+      closeSync(fd);
     });
-    this.abandon();
   }
 
-  /** Closes the file, left without a head (the job failed, and its directory goes with it), if it is open. */
+  /**
+   * Closes the file, if it is open, left without a head: the writer failed the job, whose
+   * directory goes with it. (A job the unpack thread refuses is finished as any other,
+   * and its records go with its staging area.)
+   */
   abandon(): void {
     const fd = this.fd;
     this.fd = undefined;
-    if (fd !== undefined) closeSync(fd);
+    try {
+      if (fd !== undefined) closeSync(fd);
+    } catch {
+      // A close can report a write's failure (NFS): the records are no good, the deploy is.
+    }
   }
 
   private attempt(work: () => void): void {
@@ -66,7 +81,13 @@ export class ManifestRecords {
       work();
     } catch {
       // The disk full, say: the deploy goes on, and its release is walked when it is a base.
+      // Removed, so that the commit does not put a headless file over a good one.
       this.abandon();
+      try {
+        unlinkSync(this.path);
+      } catch {
+        // Then the commit moves a file without a head, which no reader takes for a manifest.
+      }
     }
   }
 

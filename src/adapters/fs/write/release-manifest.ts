@@ -1,11 +1,11 @@
-import { createHash, hash, type Hash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { EMPTY_DIGEST, manifestOf, type ManifestFile } from '../../../domain/manifest.js';
 import { PackedManifest } from '../../../domain/packed-manifest.js';
 import { originOf } from '../layout/directory-origin.js';
 import { isGeneratedSibling, SITEDROP_DIR } from '../store/generated-siblings.js';
-import { HEAD_BYTES_MAX, packRecords, parseKeptHead, RECORDS_FORMAT } from '../store/kept-manifest-file.js';
+import { describes, HEAD_BYTES_MAX, isWhole, parseKeptHead, readRecords, RECORDS_FORMAT } from '../store/kept-manifest-file.js';
 import { digestOfEntry, isAsideShard, isShard } from '../store/object-names.js';
 import { LOOKUP_BUDGET, type WriterTask } from './writer-task.js';
 import { isMissing } from '../threads/fs-errors.js';
@@ -45,7 +45,9 @@ interface Found {
  */
 export class ReleaseManifestWalk implements WriterTask<'manifest'> {
   readonly budget = LOOKUP_BUDGET;
-  private phase: 'release' | 'store' | 'hash' | 'done' = 'release';
+  private phase: 'release' | 'records' | 'store' | 'hash' | 'done' = 'release';
+  /** The records' bytes, and where the next to read starts, while phase is `records`. */
+  private recorded: { readonly bytes: Buffer; at: number } | undefined;
   private identity: BigIntStats | undefined;
   private readonly dirs: string[] = [''];
   private readonly toMeasure: string[] = [];
@@ -77,6 +79,7 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
     try {
       for (let left = budget; left > 0 && this.phase !== 'done'; ) {
         if (this.phase === 'release') this.walkRelease();
+        else if (this.phase === 'records') left -= this.readSomeRecords(left);
         else if (this.phase === 'store') this.walkStore();
         else left -= this.hashUnnamed();
         left -= 1;
@@ -97,10 +100,10 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
   private walkRelease(): void {
     if (this.identity === undefined) {
       this.identity = this.releaseIdentity();
-      const recorded = this.records === undefined ? undefined : readRecords(this.records, originOf(this.identity));
-      if (recorded !== undefined) {
-        this.manifest = recorded;
-        this.phase = 'done';
+      const bytes = this.records === undefined ? undefined : recordsOf(this.records, originOf(this.identity));
+      if (bytes !== undefined) {
+        this.recorded = { bytes, at: 0 };
+        this.phase = 'records';
       }
       return;
     }
@@ -131,6 +134,26 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
       }
       else if (entry.isFile()) this.toMeasure.push(path);
     }
+  }
+
+  /** Reads up to `budget` of the records into the files; returns the budget used beyond one. Not whole records: walked instead. */
+  private readSomeRecords(budget: number): number {
+    const recorded = this.recorded!;
+    const at = readRecords(recorded.bytes, recorded.at, budget, ({ path, size, digest }) => this.files.push({ path, size, ino: 0n, digest }));
+    if (at === undefined) {
+      this.files.length = 0;
+      this.recorded = undefined;
+      this.phase = 'release';
+      return 0;
+    }
+    recorded.at = at;
+    if (at === recorded.bytes.length) {
+      this.recorded = undefined;
+      // Every file named: straight to the end of the hashing phase, which packs them.
+      this.hashing = this.files.length;
+      this.phase = 'hash';
+    }
+    return budget - 1;
   }
 
   private walkStore(): void {
@@ -215,21 +238,21 @@ export class ReleaseManifestWalk implements WriterTask<'manifest'> {
 }
 
 /**
- * The manifest `path` holds as a writer's records of the release of origin `origin`, or
- * undefined if it holds none (another release's, unfinished, damaged, or not there).
+ * The records `path` holds of the release of origin `origin` (kept-manifest-file.ts), or
+ * undefined if it holds none: another release's, unfinished, damaged, not there, or not
+ * readable (a walk stands in).
  */
-function readRecords(path: string, origin: string): Uint8Array | undefined {
+function recordsOf(path: string, origin: string): Buffer | undefined {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
+  } catch {
+    return undefined;
   }
   const found = parseKeptHead(bytes.subarray(0, HEAD_BYTES_MAX));
-  if (found?.head.format !== RECORDS_FORMAT || found.head.origin !== origin) return undefined;
+  if (found?.head.format !== RECORDS_FORMAT || !describes(found.head, origin)) return undefined;
   const records = bytes.subarray(found.length);
-  return hash('sha256', records) === found.head.sha256 ? packRecords(records) : undefined;
+  return isWhole(found.head, records) ? records : undefined;
 }
 
 /** A read of the release: a path that is not there means the release is not (or no longer) whole. */

@@ -99,7 +99,7 @@ export class Target {
     }
   }
 
-  /** The job is over: closes its open file, and finishes its records (a failed job's are left unfinished, no manifest). */
+  /** The job is over: closes its open file, and finishes its records (those of a job the writer failed are left without a head: no manifest). */
   end(): void {
     const records = this.records;
     this.records = undefined;
@@ -113,7 +113,7 @@ export class Target {
     else records?.finish();
   }
 
-  close(): void {
+  private close(): void {
     const fd = this.openFd;
     this.openFd = undefined;
     if (fd !== undefined) closeSync(fd);
