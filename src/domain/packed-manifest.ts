@@ -130,6 +130,14 @@ export class PackedManifest {
     return this.digest;
   }
 
+  /**
+   * Its canonical digest as another thread worked it out from these same bytes, so that
+   * `canonicalDigest` need not; ignored if it is not one, or once it is known here.
+   */
+  knowDigest(digest: string): void {
+    if (DIGEST.test(digest)) this.digest ??= digest;
+  }
+
   /** The bytes of its distinct contents: what a session's uploads may add up to at most. */
   objectBytes(): number {
     let bytes = 0;

@@ -14,12 +14,16 @@ import { BULK_THREAD_NICE } from '../../src/adapters/fs/threads/thread-priority.
 import { trimHeap } from '../../src/adapters/fs/threads/heap-trim.js';
 import { TreeRemoval } from '../../src/adapters/fs/write/tree-removal.js';
 import { legacyObjectPath, objectPath } from '../../src/adapters/fs/store/object-names.js';
+import { EMPTY_DIGEST, manifestOf, type Digest } from '../../src/domain/manifest.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { file, tgz } from '../support/tar-builder.js';
 import { snapshot } from '../support/tree.js';
 import { until } from '../support/until.js';
 
 const limits = { maxFiles: 100_000, maxBytes: 1e9 };
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex') as Digest;
 
 /** An upload in chunks of 64 KiB, as a socket delivers it, each after a turn of the event loop. */
 async function* chunked(bytes: Buffer): AsyncGenerator<Uint8Array> {
@@ -81,6 +85,24 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect(outcome).toBe('ArchiveRejected');
     expect(extracted.files).toBe(1501);
     expect(await releaseVersion(good, 1500)).toBe('good');
+  });
+
+  it("works out a manifest's canonical digest on the unpack thread, byte for byte the main thread's, between other deploys", async () => {
+    const files = [
+      { path: 'z/深い/ページ.html', size: 9, digest: sha256('page') },
+      { path: 'a b/empty', size: 0, digest: EMPTY_DIGEST },
+      { path: 'media/huge.mp4', size: 5 * 1024 ** 3 + 7, digest: sha256('huge') },
+      ...Array.from({ length: 3000 }, (_, i) => ({ path: `docs/${(i * 7919) % 3000}.html`, size: i + 1, digest: sha256(`${i}`) })),
+    ];
+    await mkdir(join(root, 'digest-meanwhile'));
+    const unpacking = extractor.extract(chunked(tgz([file('a.html', 'a')])), join(root, 'digest-meanwhile'), objects, limits, false, new AbortController().signal);
+    const [digest] = await Promise.all([extractor.canonicalDigest(PackedManifest.pack(manifestOf(files))), unpacking]);
+    expect(digest).toBe(manifestDigest(files));
+    // Bytes that are no manifest fail that request alone: the threads go on.
+    const threadsBefore = started.length;
+    await expect(extractor.canonicalDigest({ packed: Buffer.from('not a manifest') } as unknown as PackedManifest)).rejects.toThrow(/not a packed manifest/);
+    expect(await extractor.canonicalDigest(PackedManifest.pack(manifestOf(files)))).toBe(manifestDigest(files));
+    expect(started.length).toBe(threadsBefore);
   });
 
   it('removes a tree without following a link out of it, and a path that is not there', async () => {

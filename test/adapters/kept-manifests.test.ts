@@ -2,6 +2,7 @@ import { cp, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } f
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
+import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
 import { isWhole, KEPT_MANIFESTS, parseKeptHead, readRecords, WRITTEN_RECORDS } from '../../src/adapters/fs/store/kept-manifest-file.js';
 import { originOf } from '../../src/adapters/fs/layout/directory-origin.js';
 import { ManifestRecords } from '../../src/adapters/fs/write/manifest-records.js';
@@ -24,7 +25,7 @@ const archive = (name: string, content: string) => (async function* () { yield t
 /** What a restart makes of the same directories: a release store with nothing remembered. */
 function restarted(d: RealDeploys, logger?: Logger): { store: NodeReleaseStore; walks: ReturnType<typeof vi.spyOn> } {
   const kept = logger ? new KeptManifests(d.tree, logger) : d.kept;
-  const store = new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions, kept);
+  const store = new NodeReleaseStore(d.tree, d.tasks, new ManifestMemory(), d.adoptions, kept, new ArchiveExtractor(d.threads));
   return { store, walks: vi.spyOn(d.tasks, 'releaseManifest') };
 }
 

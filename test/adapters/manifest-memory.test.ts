@@ -4,6 +4,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { ManifestMemory, REMEMBERED_BYTES_MAX } from '../../src/adapters/fs/store/manifest-memory.js';
 import { EMPTY_DIGEST, type ManifestFile } from '../../src/domain/manifest.js';
 import { alice, digestOf, docs, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
+import { manifestDigest } from '../../src/domain/manifest-digest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
+import { PackedPaths } from '../../src/domain/packed-paths.js';
 import { ASSEMBLED_FILES, commitAssembled } from '../support/assembled-release.js';
 import { realDeploys } from '../support/real-deploys.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -80,6 +83,21 @@ describe('the release store and staging share what was assembled (real directori
       expect((await d.store.releasePackedManifest(alice, docs, R2))?.manifestFiles()).toEqual(fromArchive);
       expect(walks).toHaveBeenCalledTimes(1);
     } finally {
+      await d.close();
+    }
+  });
+
+  it("has an assembled release's digest worked out off the main thread by the time the next deploy asks", async () => {
+    const d = await realDeploys('sitedrop-memory-');
+    try {
+      const known = vi.spyOn(PackedManifest.prototype, 'knowDigest');
+      await commitAssembled(d, R1);
+      await vi.waitFor(() => expect(known).toHaveBeenCalledWith(manifestDigest(wanted)));
+      const onMain = vi.spyOn(PackedPaths.prototype, 'canonicalDigest');
+      expect((await d.store.releasePackedManifest(alice, docs, R1))?.canonicalDigest()).toBe(manifestDigest(wanted));
+      expect(onMain).not.toHaveBeenCalled();
+    } finally {
+      vi.restoreAllMocks();
       await d.close();
     }
   });

@@ -55,7 +55,7 @@ export async function realDeploys(prefix: string, { quiet }: { quiet?: Backgroun
     docsRoot,
     deploysRoot,
     staging: new NodeStaging(tree, extractor, new SilentLogger(), manifests, content, adoptions),
-    store: new NodeReleaseStore(tree, tasks, manifests, adoptions, kept),
+    store: new NodeReleaseStore(tree, tasks, manifests, adoptions, kept, extractor),
     objects: new NodeSessionObjects(tree, extractor, tasks, content, adoptions),
     rules: new ReleaseRulesFiles(tree),
     threads,

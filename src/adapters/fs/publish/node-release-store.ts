@@ -17,6 +17,7 @@ import { KeptManifests } from '../store/kept-manifests.js';
 import { ManifestMemory } from '../store/manifest-memory.js';
 import { StoreAdoptions } from '../store/store-adoptions.js';
 import { treeBytes } from '../layout/tree-bytes.js';
+import { ARCHIVE_EXTRACTOR, type ArchiveExtractor } from '../threads/archive-extractor.js';
 
 /** Releases whose size is remembered; past this the oldest measurements are forgotten. */
 const MEASURED_MAX = 10_000;
@@ -38,6 +39,7 @@ export class NodeReleaseStore implements ReleaseStore {
     @inject(ManifestMemory) private readonly manifests: ManifestMemory,
     @inject(StoreAdoptions) private readonly adoptions: StoreAdoptions,
     @inject(KeptManifests) private readonly kept: KeptManifests,
+    @inject(ARCHIVE_EXTRACTOR) private readonly extractor: ArchiveExtractor,
   ) {
     this.docsRoot = tree.roots.docsRoot;
   }
@@ -58,7 +60,11 @@ export class NodeReleaseStore implements ReleaseStore {
     await this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
     const identity = manifest && (await directoryOrigin(dir));
-    if (manifest && identity) this.know(user, project, id, identity, manifest);
+    if (manifest && identity) {
+      this.know(user, project, id, identity, manifest);
+      // The next deploy relative to it compares its digest first: worked out now, off the main thread.
+      this.extractor.canonicalDigest(manifest).then((digest) => manifest.knowDigest(digest), () => undefined);
+    }
   }
 
   /** Remembers release `id`'s manifest, and keeps it on disk in the background (a failure costs a walk). */

@@ -2,7 +2,7 @@ import type { ServiceIdentifier } from 'inversify';
 import type { ArchiveLimits } from '../../../domain/archive-policy.js';
 import { ArchiveRejected, DeployAborted, MissingArchive, ObjectsMissing } from '../../../domain/errors.js';
 import type { PackedManifest } from '../../../domain/packed-manifest.js';
-import type { AssemblyPart, FromUnpacker, Outcome, PackedBytes, StagingObjects } from './fs-protocol.js';
+import { isOutcome, type AssemblyPart, type FromUnpacker, type Outcome, type PackedBytes, type StagingObjects } from './fs-protocol.js';
 import type { FsThreads, UnpackJob } from './fs-threads.js';
 import { YoungGarbage } from './garbage.js';
 import { SendWindow } from './send-window.js';
@@ -93,6 +93,22 @@ export class ArchiveExtractor {
   }
 
   /**
+   * `manifest`'s canonical digest, worked out on the unpack thread (40-60 ms of CPU for
+   * 40,000 files), which is idle between deploys, rather than on the main thread.
+   */
+  canonicalDigest(manifest: PackedManifest): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const job = this.threads.openJob((message) => {
+        if (message.type === 'digest') resolve(message.digest);
+        else if (message.type === 'failed') reject(new Error(message.message));
+        else return;
+        job.close();
+      });
+      job.post({ type: 'digest', job: job.id, manifest: manifest.packed });
+    });
+  }
+
+  /**
    * Builds the manifest's files in `dir` from objects the user has (`objects.store`, or
    * `objects.uploads`, kept as new), or the `part` of them it names. Throws ObjectsMissing
    * naming those it lacks; a part `ahead` answers them in `missing` instead. `signal`
@@ -111,7 +127,7 @@ export class ArchiveExtractor {
     let answer!: (outcome: Outcome) => void;
     const answered = new Promise<Outcome>((resolve) => (answer = resolve));
     const job = this.threads.openJob((message) => {
-      if (message.type !== 'ack') answer(message);
+      if (isOutcome(message)) answer(message);
     });
     const abort = (): void => job.post({ type: 'abort', job: job.id });
     try {
@@ -149,7 +165,7 @@ class Extraction {
     this.job = threads.openJob((message: FromUnpacker) => {
       if (message.type === 'ack') {
         this.window.answered(message.data.buffer);
-      } else if (!this.outcome) {
+      } else if (isOutcome(message) && !this.outcome) {
         this.outcome = message;
         answer(message);
         this.window.interrupt();

@@ -20,6 +20,8 @@ export type ToUnpacker =
    */
   | { type: 'assemble'; job: number; dir: string; objects: StagingObjects; manifest: PackedBytes; chmod: boolean; part?: AssemblyPart; uploadsOnly?: Uint8Array }
   | { type: 'chunk'; job: number; data: Uint8Array }
+  /** The canonical digest of a manifest (PackedManifest.canonicalDigest), worked out off the main thread. */
+  | { type: 'digest'; job: number; manifest: PackedBytes }
   | { type: 'end'; job: number }
   | { type: 'abort'; job: number };
 
@@ -55,7 +57,10 @@ export type Outcome =
  */
 export type PackedBytes = Uint8Array;
 
-export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | Outcome;
+export type FromUnpacker = { type: 'ack'; job: number; data: Uint8Array } | { type: 'digest'; job: number; digest: string } | Outcome;
+
+/** Whether `message` ends its job's work (an archive's or an assembly's). */
+export const isOutcome = (message: FromUnpacker): message is Outcome => message.type === 'done' || message.type === 'failed';
 
 export type ToWriter =
   | { type: 'begin'; job: number; root: string; objects: StagingObjects; chmod: boolean }

@@ -35,6 +35,15 @@ main.on('message', (message: ToUnpacker) => {
     jobs.set(message.job, new ArchiveJob(channels, message.job, message.dir, message.objects, message.limits, message.chmod, message.expect && PackedManifest.from(message.expect)));
     return;
   }
+  if (message.type === 'digest') {
+    // A throw here would stop the thread, and every deploy it has in hand with it.
+    try {
+      toMain({ type: 'digest', job: message.job, digest: PackedManifest.from(message.manifest).canonicalDigest() });
+    } catch (error) {
+      toMain({ type: 'failed', job: message.job, kind: 'io', message: (error as Error).message });
+    }
+    return;
+  }
   if (message.type === 'assemble') {
     jobs.set(message.job, new Assembly(channels, message.job, message.dir, message.objects, message.chmod, PackedManifest.from(message.manifest), message.part, message.uploadsOnly));
     return;
