@@ -100,7 +100,13 @@ describe('FsThreads: one unpack thread and one writer for every deploy (real thr
     expect(digest).toBe(manifestDigest(files));
     // Bytes that are no manifest fail that request alone: the threads go on.
     const threadsBefore = started.length;
-    await expect(extractor.canonicalDigest({ packed: Buffer.from('not a manifest') } as unknown as PackedManifest)).rejects.toThrow(/not a packed manifest/);
+    const junk = Buffer.from(new SharedArrayBuffer(14));
+    junk.write('not a manifest');
+    await expect(extractor.canonicalDigest({ packed: junk } as unknown as PackedManifest)).rejects.toThrow(/not a packed manifest/);
+    // Bytes not in shared memory are not posted (the thread would keep a copy): the main thread works it out at the open.
+    const unshared = new Uint8Array(new ArrayBuffer(PackedManifest.pack(manifestOf(files)).packed.length));
+    unshared.set(PackedManifest.pack(manifestOf(files)).packed);
+    await expect(extractor.canonicalDigest(PackedManifest.from(unshared))).rejects.toThrow(/shared memory/);
     expect(await extractor.canonicalDigest(PackedManifest.pack(manifestOf(files)))).toBe(manifestDigest(files));
     expect(started.length).toBe(threadsBefore);
   });

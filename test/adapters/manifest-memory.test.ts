@@ -91,9 +91,9 @@ describe('the release store and staging share what was assembled (real directori
     const d = await realDeploys('sitedrop-memory-');
     try {
       const known = vi.spyOn(PackedManifest.prototype, 'knowDigest');
+      const onMain = vi.spyOn(PackedPaths.prototype, 'canonicalDigest');
       await commitAssembled(d, R1);
       await vi.waitFor(() => expect(known).toHaveBeenCalledWith(manifestDigest(wanted)));
-      const onMain = vi.spyOn(PackedPaths.prototype, 'canonicalDigest');
       expect((await d.store.releasePackedManifest(alice, docs, R1))?.canonicalDigest()).toBe(manifestDigest(wanted));
       expect(onMain).not.toHaveBeenCalled();
     } finally {

@@ -93,10 +93,13 @@ export class ArchiveExtractor {
   }
 
   /**
-   * `manifest`'s canonical digest, worked out on the unpack thread (40-60 ms of CPU for
-   * 40,000 files), which is idle between deploys, rather than on the main thread.
+   * `manifest`'s canonical digest, worked out on the unpack thread, which is idle between
+   * deploys, rather than on the main thread. Only a manifest in shared memory is posted:
+   * bytes read from the database would be copied there, and that copy kept until the
+   * thread's next collection (packed-manifest.ts, sharedBytes).
    */
   canonicalDigest(manifest: PackedManifest): Promise<string> {
+    if (!(manifest.packed.buffer instanceof SharedArrayBuffer)) return Promise.reject(new Error('not a manifest in shared memory'));
     return new Promise((resolve, reject) => {
       const job = this.threads.openJob((message) => {
         if (message.type === 'digest') resolve(message.digest);
@@ -104,7 +107,12 @@ export class ArchiveExtractor {
         else return;
         job.close();
       });
-      job.post({ type: 'digest', job: job.id, manifest: manifest.packed });
+      try {
+        job.post({ type: 'digest', job: job.id, manifest: manifest.packed });
+      } catch (error) {
+        job.close();
+        reject(error as Error);
+      }
     });
   }
 
