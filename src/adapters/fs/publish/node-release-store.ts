@@ -98,8 +98,7 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
-    const projectDir = this.tree.projectDir(user, project);
-    const dir = join(projectDir, id);
+    const dir = join(this.tree.projectDir(user, project), id);
     this.manifests.forget(dir);
     await this.kept.forget(user, project, id, await directoryOrigin(dir));
     await this.tree.throwAway(dir);
@@ -120,8 +119,7 @@ export class NodeReleaseStore implements ReleaseStore {
   }
 
   async releasePackedManifest(user: Username, project: ProjectName, id: ReleaseId): Promise<PackedManifest | undefined> {
-    const projectDir = this.tree.projectDir(user, project);
-    const dir = join(projectDir, id);
+    const dir = join(this.tree.projectDir(user, project), id);
     // Its origin, not its ctime: the siblings precompression adds after the publish change that, never the files.
     const identity = await directoryOrigin(dir);
     if (identity === undefined) return undefined;
