@@ -58,9 +58,14 @@ export function describes(head: KeptHead, origin: string, release?: string): boo
   return head.origin === origin && (head.release === undefined || release === undefined || head.release === release);
 }
 
+/** The head's `sha256` of `body`, the bytes after it (the writer's records hash theirs as they go, the same way). */
+export function checksumOf(body: Uint8Array): string {
+  return hash('sha256', body);
+}
+
 /** Whether `body`, the bytes after the head, are those the head was written for: not cut short, not damaged. */
 export function isWhole(head: KeptHead, body: Uint8Array): boolean {
-  return hash('sha256', body) === head.sha256;
+  return checksumOf(body) === head.sha256;
 }
 
 /** The head line; a writer's padded to RECORDS_HEAD_BYTES. */

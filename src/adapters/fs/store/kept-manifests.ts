@@ -1,6 +1,5 @@
 import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { hash } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { PackedManifest, sharedBytes } from '../../../domain/packed-manifest.js';
 import type { ProjectName } from '../../../domain/project-name.js';
@@ -9,7 +8,7 @@ import type { Username } from '../../../domain/username.js';
 import { LOGGER, type Logger } from '../../log/logger.js';
 import { DeploysTree } from '../layout/deploys-tree.js';
 import { isMissing } from '../threads/fs-errors.js';
-import { describes, encodeKeptHead, HEAD_BYTES_MAX, isWhole, KEPT_MANIFESTS, PACKED_FORMAT, parseKeptHead, RECORDS_FORMAT, WRITTEN_RECORDS, type KeptHead } from './kept-manifest-file.js';
+import { checksumOf, describes, encodeKeptHead, HEAD_BYTES_MAX, isWhole, KEPT_MANIFESTS, PACKED_FORMAT, parseKeptHead, RECORDS_FORMAT, WRITTEN_RECORDS, type KeptHead } from './kept-manifest-file.js';
 
 /**
  * The manifest of a project's latest release whose files are known (a tarball's, as its
@@ -49,7 +48,7 @@ export class KeptManifests {
   keep(user: Username, project: ProjectName, release: ReleaseId, origin: string, manifest: PackedManifest): Promise<void> {
     const scratch = this.tree.scratchPath();
     const write = async (): Promise<void> => {
-      const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: hash('sha256', manifest.packed) };
+      const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: checksumOf(manifest.packed) };
       const file = await open(scratch, 'wx', 0o600);
       try {
         await file.writev([encodeKeptHead(head), manifest.packed]);
