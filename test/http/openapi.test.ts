@@ -1,11 +1,16 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type HttpDeps } from '../../src/adapters/http/app.js';
 import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
 import { OpenApiContract, type ObservedResponse } from '../support/openapi-contract.js';
+import { openApiYaml } from '../support/openapi-yaml.js';
 import { ADMIN_TOKEN, startHarness, type Harness } from '../support/service-harness.js';
 
-const document = loadOpenApiDocument();
+const document = openApiYaml();
 
 describe('docs/openapi.yaml', () => {
   it('is a valid OpenAPI 3.1 document, version 1.0.0, with its three bearer schemes', async () => {
@@ -172,5 +177,27 @@ describe('the document and the routes', () => {
       .sort();
     expect(served).toEqual(documented);
     expect(documented).toHaveLength(26);
+  });
+});
+
+describe('dist/openapi.json, the document the service reads at start-up', () => {
+  it('is docs/openapi.yaml as npm run build wrote it', () => {
+    expect(loadOpenApiDocument()).toEqual(document);
+  });
+
+  it('stops start-up, naming the build, when it is missing, broken or no OpenAPI document', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-'));
+    try {
+      const at = (name: string, text?: string): URL => {
+        if (text !== undefined) writeFileSync(join(dir, name), text);
+        return pathToFileURL(join(dir, name));
+      };
+      expect(() => loadOpenApiDocument(at('missing.json'))).toThrow(/ENOENT.*npm run build writes it from docs\/openapi\.yaml/);
+      expect(() => loadOpenApiDocument(at('cut.json', '{"openapi":"3.1.0","paths":'))).toThrow(/npm run build/);
+      expect(() => loadOpenApiDocument(at('other.json', '{"swagger":"2.0"}'))).toThrow(/is not an OpenAPI document/);
+      expect(() => loadOpenApiDocument(at('null.json', 'null'))).toThrow(/is not an OpenAPI document/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { loadOpenApiDocument } from '../../src/adapters/http/openapi-document.js';
+import { openApiYaml } from './openapi-yaml.js';
 
 // ajv-formats is CommonJS: under ESM its function arrives as the module's default.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -53,7 +53,7 @@ export class OpenApiContract {
   private readonly compiled = new Map<string, ValidateFunction>();
   private readonly paths: { template: string; pattern: RegExp; item: Record<string, unknown> }[];
 
-  constructor(readonly document: Record<string, unknown> = loadOpenApiDocument()) {
+  constructor(readonly document: Record<string, unknown> = openApiYaml()) {
     addFormats(this.ajv);
     // The document's own top-level fields, so ajv can take it whole and resolve the
     // `#/components/...` references inside it.
