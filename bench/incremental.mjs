@@ -129,6 +129,8 @@ async function shapeRun(work, name) {
   const fixture = makeSite(join(root, 'fixture'), SHAPES[name]);
   const data = join(root, 'data');
   const releases = join(root, 'by-hand');
+  // A --dir kept from an earlier run keeps its fixtures, never its service, releases or CLI cache.
+  for (const left of [data, releases, join(root, 'cli-cache')]) rmSync(left, { recursive: true, force: true });
   mkdirSync(releases, { recursive: true });
   // Compressed siblings waited for after each round: a site's deploys come minutes apart, so a
   // redeploy's base has them; without the wait the disk figure counted some releases' and not others'.
