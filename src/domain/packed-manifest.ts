@@ -130,6 +130,11 @@ export class PackedManifest {
     return this.digest;
   }
 
+  /** canonicalDigest's if it is known already, without working it out. */
+  knownDigest(): string | undefined {
+    return this.digest;
+  }
+
   /**
    * Its canonical digest as another thread worked it out from these same bytes, so that
    * `canonicalDigest` need not; ignored if it is not one, or once it is known here.

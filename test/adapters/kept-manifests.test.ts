@@ -10,7 +10,7 @@ import { KeptManifests } from '../../src/adapters/fs/store/kept-manifests.js';
 import { ManifestMemory } from '../../src/adapters/fs/store/manifest-memory.js';
 import type { Logger } from '../../src/adapters/log/logger.js';
 import type { ManifestFile } from '../../src/domain/manifest.js';
-import type { PackedManifest } from '../../src/domain/packed-manifest.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import { alice, digestOf, docs, going, LIMITS, packed, R1, R2 } from '../contracts/deploys-under-test.js';
 import { ASSEMBLED_FILES, commitAssembled } from '../support/assembled-release.js';
@@ -55,6 +55,38 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
     expect(await readdir(join(d.deploysRoot, alice, docs))).toEqual([R1]);
     expect(await store.projects(alice)).toEqual([docs]);
   }));
+
+  it('keeps its canonical digest with it, which a restart reads instead of working it out', () => within(async (d) => {
+    await assembled(d, R1);
+    const head = parseKeptHead(await readFile(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs)))!.head;
+    expect(head.digest).toMatch(/^[0-9a-f]{64}$/);
+    const { store } = restarted(d);
+    const read = (await store.releasePackedManifest(alice, docs, R1))!;
+    expect(read.knownDigest()).toBe(head.digest);
+    expect(PackedManifest.from(Buffer.from(read.packed)).canonicalDigest()).toBe(head.digest);
+  }));
+
+  it('still reads a file kept without a digest (before digests were kept), working the digest out when asked', () => within(async (d) => {
+    await assembled(d, R1);
+    const path = join(d.deploysRoot, alice, KEPT_MANIFESTS, docs);
+    const bytes = await readFile(path);
+    const found = parseKeptHead(bytes)!;
+    const { digest, ...older } = found.head;
+    await writeFile(path, Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), bytes.subarray(found.length)]));
+    const { store, walks } = restarted(d);
+    const read = (await store.releasePackedManifest(alice, docs, R1))!;
+    expect(walks).not.toHaveBeenCalled();
+    expect(read.knownDigest()).toBeUndefined();
+    expect(read.canonicalDigest()).toBe(digest);
+  }));
+
+  it('takes no head whose digest is not a string', () => {
+    const head = { format: 1, origin: 'o', release: R1, sha256: 'a'.repeat(64) };
+    const line = (value: object) => Buffer.from(`${JSON.stringify(value)}\n`);
+    expect(parseKeptHead(line({ ...head, digest: 'b'.repeat(64) }))?.head.digest).toBe('b'.repeat(64));
+    expect(parseKeptHead(line(head))?.head.digest).toBeUndefined();
+    expect(parseKeptHead(line({ ...head, digest: 7 }))).toBeUndefined();
+  });
 
   it('keeps a walked release, so the next restart reads it instead; the walk and the file agree', () => within(async (d) => {
     await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R1);

@@ -61,16 +61,20 @@ export class NodeReleaseStore implements ReleaseStore {
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
     const identity = manifest && (await directoryOrigin(dir));
     if (manifest && identity) {
-      this.know(user, project, id, identity, manifest);
-      // The next deploy relative to it compares its digest first: worked out now, off the main thread.
-      this.extractor.canonicalDigest(manifest).then((digest) => manifest.knowDigest(digest), () => undefined);
+      // The next deploy relative to it compares its digest first: worked out now, off the
+      // main thread, and kept with it for the first after a restart.
+      const digest = this.extractor.canonicalDigest(manifest).then((known) => manifest.knowDigest(known), () => undefined);
+      this.know(user, project, id, identity, manifest, digest);
     }
   }
 
-  /** Remembers release `id`'s manifest, and keeps it on disk in the background (a failure costs a walk). */
-  private know(user: Username, project: ProjectName, id: ReleaseId, identity: string, manifest: PackedManifest): void {
+  /**
+   * Remembers release `id`'s manifest, and keeps it on disk in the background (a failure
+   * costs a walk), with its digest if known by then or once `digest` settles.
+   */
+  private know(user: Username, project: ProjectName, id: ReleaseId, identity: string, manifest: PackedManifest, digest?: Promise<unknown>): void {
     this.manifests.remember(join(this.tree.projectDir(user, project), id), identity, manifest);
-    void this.kept.keep(user, project, id, identity, manifest);
+    void this.kept.keep(user, project, id, identity, manifest, digest);
   }
 
   async activate(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {

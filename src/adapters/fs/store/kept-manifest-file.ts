@@ -8,7 +8,7 @@ import type { Digest, ManifestFile } from '../../../domain/manifest.js';
  * releases, which no web server configuration serves beyond. A head line, then the
  * manifest in one of two forms:
  *
- *   {"format":1,"origin":…,"release":…,"sha256":…}\n  packed (packed-manifest.ts), as the main thread keeps it
+ *   {"format":1,"origin":…,"release":…,"sha256":…,"digest":…}\n  packed (packed-manifest.ts), as the main thread keeps it
  *   {"format":2,"origin":…,"sha256":…}   …   \n       records, as the writer writes a tarball's files
  *
  * A record is a file in the order the archive had it: digest (32 bytes), size (f64),
@@ -16,7 +16,10 @@ import type { Digest, ManifestFile } from '../../../domain/manifest.js';
  * form as it goes (the distinct contents come before the files), so it writes records,
  * with its head padded to a fixed length and written last, and a walk turns them into
  * the packed form the first time the release is a base. `sha256` is of the bytes after
- * the head: a file cut short or damaged is not a manifest.
+ * the head: a file cut short or damaged is not a manifest. `digest`, where it was known
+ * when the file was kept, is the manifest's canonical one (manifest-digest.ts), which a
+ * redeploy compares with the client's: read back, a restart need not work it out on the
+ * main thread. A wrong one could only refuse that base (a 409 the CLI falls back from).
  */
 /** The directory of a user's kept manifests, one file per project: no project name starts with a dot. */
 export const KEPT_MANIFESTS = '.manifests';
@@ -37,6 +40,8 @@ export interface KeptHead {
   /** Its id, where the one keeping it knew it. */
   readonly release?: string;
   readonly sha256: string;
+  /** The manifest's canonical digest, where it was known when the file was kept (packed form only). */
+  readonly digest?: string;
 }
 
 /** The head at the start of `start` and its length with its line break, or undefined if it does not start with one. */
@@ -46,7 +51,8 @@ export function parseKeptHead(start: Uint8Array): { head: KeptHead; length: numb
   try {
     const head = JSON.parse(Buffer.from(start.buffer, start.byteOffset, end).toString('utf8')) as Partial<KeptHead>;
     const known = head.format === PACKED_FORMAT || head.format === RECORDS_FORMAT;
-    const ok = known && typeof head.origin === 'string' && typeof head.sha256 === 'string' && (head.release === undefined || typeof head.release === 'string');
+    const optional = (value: unknown): boolean => value === undefined || typeof value === 'string';
+    const ok = known && typeof head.origin === 'string' && typeof head.sha256 === 'string' && optional(head.release) && optional(head.digest);
     return ok ? { head: head as KeptHead, length: end + 1 } : undefined;
   } catch {
     return undefined;

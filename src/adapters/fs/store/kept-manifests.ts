@@ -43,12 +43,13 @@ export class KeptManifests {
   /**
    * Keeps `manifest` as release `release`'s (origin `origin`) of `project`, after the
    * changes asked before it and after the caller's turn of the event loop (a publish goes
-   * live first).
+   * live first); with its canonical digest if that is known once `digestWorkedOut` settles.
    */
-  keep(user: Username, project: ProjectName, release: ReleaseId, origin: string, manifest: PackedManifest): Promise<void> {
+  keep(user: Username, project: ProjectName, release: ReleaseId, origin: string, manifest: PackedManifest, digestWorkedOut?: Promise<unknown>): Promise<void> {
     const scratch = this.tree.scratchPath();
     const write = async (): Promise<void> => {
-      const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: checksumOf(manifest.packed) };
+      await digestWorkedOut;
+      const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: checksumOf(manifest.packed), digest: manifest.knownDigest() };
       const file = await open(scratch, 'wx', 0o600);
       try {
         await file.writev([encodeKeptHead(head), manifest.packed]);
@@ -95,7 +96,11 @@ export class KeptManifests {
       const { size } = await file.stat();
       const packed = sharedBytes(size - found.length);
       const { bytesRead } = await file.read(packed, 0, packed.length, found.length);
-      if (bytesRead === packed.length && isWhole(found.head, packed)) return PackedManifest.from(packed);
+      if (bytesRead === packed.length && isWhole(found.head, packed)) {
+        const manifest = PackedManifest.from(packed);
+        if (found.head.digest !== undefined) manifest.knowDigest(found.head.digest);
+        return manifest;
+      }
       this.logger.warn('a kept manifest is damaged: its release is walked instead', { user, project, release });
       return undefined;
     } catch (error) {
