@@ -176,9 +176,10 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
  * Finishes the background deletions, then releases what the container holds open:
  * the file-system threads and database connections. Returns the deletions that failed.
  */
-/** Resolves once the store's background work queued so far is done: adoptions, deletions, collections. */
+/** Resolves once the store's background work queued so far is done: adoptions, kept manifests, deletions, collections. */
 export async function backgroundIdle(c: Container): Promise<void> {
   await c.get(StoreAdoptions).idle();
+  await c.get(KeptManifests).idle();
   await c.get(DeploysTree).idle();
 }
 

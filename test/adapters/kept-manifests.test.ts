@@ -167,14 +167,40 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
     expect(await readdir(d.deploysRoot)).not.toContain(alice);
   }));
 
+  it("does not hold up a prune while the new release's digest is worked out, and is then the new release's, with it", () => within(async (d) => {
+    await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R1);
+    let answer: (digest: string) => void = () => undefined;
+    const worked = vi.spyOn(ArchiveExtractor.prototype, 'canonicalDigest').mockImplementation((manifest) => new Promise((resolve) => (answer = () => resolve(manifest.canonicalDigest()))));
+    await commitAssembled(d, R2);
+    expect(worked).toHaveBeenCalledTimes(1);
+    const pruned = d.store.removeRelease(alice, docs, R1).then(() => 'pruned');
+    const first = await Promise.race([pruned, new Promise((resolve) => setTimeout(() => resolve('held up'), 1_000))]);
+    answer('');
+    expect(first).toBe('pruned');
+    await d.kept.idle();
+    const head = parseKeptHead(await readFile(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs)))!.head;
+    expect(head.release).toBe(R2);
+    expect(head.digest).toBe(packed(wanted).canonicalDigest());
+  }));
+
+  it('is kept without a digest when the thread cannot work it out', () => within(async (d) => {
+    vi.spyOn(ArchiveExtractor.prototype, 'canonicalDigest').mockRejectedValue(new Error('the threads are closing'));
+    await assembled(d, R1);
+    const head = parseKeptHead(await readFile(join(d.deploysRoot, alice, KEPT_MANIFESTS, docs)))!.head;
+    expect(head.release).toBe(R1);
+    expect(head.digest).toBeUndefined();
+  }));
+
   it("goes with its release, and stays when another release goes", () => within(async (d) => {
     await assembled(d, R1);
     await d.store.commit(await d.staging.stage(alice, archive('a.html', 'a'), LIMITS, going()), alice, docs, R2);
     await assembled(d, R3);
     const kept = join(d.deploysRoot, alice, KEPT_MANIFESTS);
     await d.store.removeRelease(alice, docs, R1);
+    await d.kept.idle();
     expect(await readdir(kept)).toEqual([docs]);
     await d.store.removeRelease(alice, docs, R3);
+    await d.kept.idle();
     expect(await readdir(kept)).toEqual([]);
     expect(await d.store.releases(alice, docs)).toEqual([R2]);
   }));

@@ -104,7 +104,9 @@ export class NodeReleaseStore implements ReleaseStore {
   async removeRelease(user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const dir = join(this.tree.projectDir(user, project), id);
     this.manifests.forget(dir);
-    await this.kept.forget(user, project, id, await directoryOrigin(dir));
+    // In the background, in turn after a keep of the project that may still wait for its
+    // new release's digest: a deploy that prunes need not wait for that.
+    void this.kept.forget(user, project, id, await directoryOrigin(dir));
     await this.tree.throwAway(dir);
     this.tree.collectObjects(user);
   }

@@ -48,7 +48,7 @@ export class KeptManifests {
   keep(user: Username, project: ProjectName, release: ReleaseId, origin: string, manifest: PackedManifest, digestWorkedOut?: Promise<unknown>): Promise<void> {
     const scratch = this.tree.scratchPath();
     const write = async (): Promise<void> => {
-      await digestWorkedOut;
+      await digestWorkedOut?.catch(() => undefined);
       const head: KeptHead = { format: PACKED_FORMAT, origin, release, sha256: checksumOf(manifest.packed), digest: manifest.knownDigest() };
       const file = await open(scratch, 'wx', 0o600);
       try {
