@@ -3,11 +3,14 @@
 // instead of hundreds, which takes about 7 MiB off a running service and half its start
 // (docs/performance.md, "The service bundled").
 import { build } from 'esbuild';
+import { readFileSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+// As esbuild names the files it loads: through no symbolic link.
+const dist = `${realpathSync(fileURLToPath(new URL('../dist/', import.meta.url)))}/`;
+const BANNER = "import { createRequire as __sitedropCreateRequire } from 'node:module';\nconst require = __sitedropCreateRequire(import.meta.url);";
 
 /** Started by name: `node dist/main.js`, `script()` in fs-threads.ts, and the precompression fork. */
 const SERVICE_ENTRIES = ['main.js', 'adapters/fs/unpack/unpack-thread.js', 'adapters/fs/write/writer-thread.js', 'adapters/precompress/precompress-process.js'];
@@ -35,6 +38,8 @@ function ownModuleUrl(bundleFile) {
 
 for (const entry of SERVICE_ENTRIES) {
   const file = `${dist}${entry}`;
+  // Bundled in place, so tsc's file must be there, not an earlier bundle.
+  if (readFileSync(file, 'utf8').startsWith(BANNER)) throw new Error(`dist/${entry} is a bundle already: run npm run build, which compiles first`);
   await build({
     entryPoints: [file],
     outfile: file,
@@ -51,6 +56,6 @@ for (const entry of SERVICE_ENTRIES) {
     external: ['better-sqlite3', 'pg', 'pino-pretty'],
     plugins: [ownModuleUrl(file)],
     // CommonJS dependencies require() Node's own modules; an ES module has no require until one is made.
-    banner: { js: "import { createRequire as __sitedropCreateRequire } from 'node:module';\nconst require = __sitedropCreateRequire(import.meta.url);" },
+    banner: { js: BANNER },
   });
 }

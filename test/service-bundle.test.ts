@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
 import { mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { syncfsMethod } from '../src/adapters/fs/layout/durability.js';
 import { spawnService, whenListening } from '../scripts/service-process.mjs';
 import { createUserAt, deployTo } from './support/child-service.js';
 import { file, tgz } from './support/tar-builder.js';
+import { until } from './support/until.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENTRIES = ['main.js', 'adapters/fs/unpack/unpack-thread.js', 'adapters/fs/write/writer-thread.js', 'adapters/precompress/precompress-process.js'];
@@ -40,7 +41,7 @@ describe('the built service, its project moved elsewhere', () => {
   // The addons and the files beside the code are found from each bundled module's own
   // address: a wrong one would fall back in silence (the addons) or fail only on the path
   // that reads it.
-  it('finds its addons, threads, CLI bundle and API document in the new place, and deploys', async () => {
+  it('finds its addons, threads, precompression, CLI bundle and API document in the new place, and deploys', async () => {
     const moved = await mkdtemp(join(tmpdir(), 'sitedrop-moved-'));
     cleanUp.push(() => rm(moved, { recursive: true, force: true }));
     for (const part of ['dist', 'build/Release', 'package.json']) cpSync(join(ROOT, part), join(moved, part), { recursive: true });
@@ -48,7 +49,7 @@ describe('the built service, its project moved elsewhere', () => {
     const data = join(moved, 'var');
     mkdirSync(data);
 
-    const child = spawnService({ DATA_DIR: data, ADMIN_TOKEN: ADMIN, PRECOMPRESS: 'off' }, { main: join(moved, 'dist/main.js') });
+    const child = spawnService({ DATA_DIR: data, ADMIN_TOKEN: ADMIN, PRECOMPRESS: 'on' }, { main: join(moved, 'dist/main.js') });
     cleanUp.push(() => child.kill('SIGKILL'));
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
@@ -62,9 +63,12 @@ describe('the built service, its project moved elsewhere', () => {
     expect((await fetch(`${url}/api/v1/openapi.json`)).status).toBe(200);
 
     const token = await createUserAt(url, ADMIN, 'mover');
-    const deployed = await deployTo(url, token, 'site', tgz([file('index.html', '<h1>moved</h1>')]));
+    const page = `<h1>moved</h1>${'<p>the same paragraph, again</p>'.repeat(40)}`;
+    const deployed = await deployTo(url, token, 'site', tgz([file('index.html', page)]));
     expect(deployed.status).toBe(200);
     const live = await readlink(join(data, 'docs/mover/site'));
-    expect(readFileSync(join(live, 'index.html'), 'utf8')).toBe('<h1>moved</h1>');
+    expect(readFileSync(join(live, 'index.html'), 'utf8')).toBe(page);
+    // Made by the precompression process, the fourth bundle, which loads the addons too.
+    await until(() => existsSync(join(live, 'index.html.br')) && existsSync(join(live, 'index.html.gz')), 'the compressed siblings');
   });
 });
