@@ -286,7 +286,7 @@ async function main() {
   mkdirSync(work, { recursive: true });
   // A --dir kept from an earlier run keeps its fixtures, never its service or releases: the
   // first deploys' users would otherwise find their stores full.
-  for (const left of ['service', 'by-hand']) rmSync(join(work, left), { recursive: true, force: true });
+  for (const left of ['service', 'memory-service', 'by-hand']) rmSync(join(work, left), { recursive: true, force: true });
   const results = { machine: { node: process.version, cpus: (await import('node:os')).cpus().length }, pairs: PAIRS, scenarios: [], memory: undefined };
   const service = await startBenchService(join(work, 'service'));
   const token = await createUser(service.url, BENCH_USER);
