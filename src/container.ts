@@ -172,10 +172,6 @@ export async function buildContainer(config: Config, logger: Logger): Promise<Co
   return c;
 }
 
-/**
- * Finishes the background deletions, then releases what the container holds open:
- * the file-system threads and database connections. Returns the deletions that failed.
- */
 /** Resolves once the store's background work queued so far is done: adoptions, kept manifests, deletions, collections. */
 export async function backgroundIdle(c: Container): Promise<void> {
   await c.get(StoreAdoptions).idle();
@@ -183,6 +179,10 @@ export async function backgroundIdle(c: Container): Promise<void> {
   await c.get(DeploysTree).idle();
 }
 
+/**
+ * Finishes the background deletions, then releases what the container holds open:
+ * the file-system threads and database connections. Returns the deletions that failed.
+ */
 export async function disposeContainer(c: Container): Promise<string[]> {
   await c.get(NodeStaging).close();
   // Cut rather than finished: what it leaves (a scratch area, objects no release links) start-up removes.
