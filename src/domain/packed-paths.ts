@@ -52,6 +52,14 @@ export class PackedPaths {
     return object === NO_OBJECT ? 0 : this.packed.readDoubleLE(HEADER_BYTES + object * OBJECT_BYTES + DIGEST_BYTES);
   }
 
+  /** File `i`'s digest: a view into the packed bytes, or the empty file's. */
+  digest(i: number): Uint8Array {
+    const object = this.object(i);
+    if (object === NO_OBJECT) return EMPTY_FILE_DIGEST;
+    const at = HEADER_BYTES + object * OBJECT_BYTES;
+    return this.packed.subarray(at, at + DIGEST_BYTES);
+  }
+
   path(i: number): string {
     return this.packed.toString('utf8', this.pathStart(i), this.pathEnd(i));
   }
@@ -153,7 +161,23 @@ export class PackedPaths {
     return hash.update(chunk.subarray(0, n)).digest('hex');
   }
 
+  /** The byte order of file `i`'s path here and file `j`'s in `other`. */
+  compareWith(i: number, other: PackedPaths, j: number): number {
+    return compareBytes(this.packed, this.pathStart(i), this.pathEnd(i), other.packed, other.pathStart(j), other.pathEnd(j));
+  }
+
+  /** True if file `i` here and file `j` in `other` hold the same bytes: both empty, or the same digest. */
+  sameContent(i: number, other: PackedPaths, j: number): boolean {
+    const mine = this.object(i);
+    const theirs = other.object(j);
+    if (mine === NO_OBJECT || theirs === NO_OBJECT) return mine === theirs;
+    const at = HEADER_BYTES + mine * OBJECT_BYTES;
+    const their = HEADER_BYTES + theirs * OBJECT_BYTES;
+    for (let k = 0; k < DIGEST_BYTES; k += 1) if (this.packed[at + k] !== other.packed[their + k]) return false;
+    return true;
+  }
+
   private compare(i: number, j: number): number {
-    return compareBytes(this.packed, this.pathStart(i), this.pathEnd(i), this.packed, this.pathStart(j), this.pathEnd(j));
+    return this.compareWith(i, this, j);
   }
 }

@@ -1,5 +1,7 @@
 import { ImpliedDirectories } from '../../../domain/archive-ledger.js';
-import { PackedManifest, type PackedFile } from '../../../domain/packed-manifest.js';
+import { EMPTY_FILE_DIGEST, NO_OBJECT } from '../../../domain/packed-layout.js';
+import { PackedManifest } from '../../../domain/packed-manifest.js';
+import { PackedPaths } from '../../../domain/packed-paths.js';
 import type { AssemblyPart, StagingObjects } from '../threads/fs-protocol.js';
 import { releaseChanges, type ReleaseChanges } from './release-changes.js';
 import { WriterJob, type JobChannels } from './writer-job.js';
@@ -14,8 +16,13 @@ const EMPTY = new Uint8Array(0);
  * session opened.
  */
 export class Assembly extends WriterJob {
-  private readonly files: Iterator<PackedFile>;
-  private left: number;
+  /**
+   * The manifest's files read where they lie, by position: a part that has most of them
+   * made already (the rest, an amendment) skips those without making their paths.
+   */
+  private readonly files: PackedPaths;
+  /** The position of the next file to build. */
+  private next = 0;
   private readonly dirs: ImpliedDirectories;
   /** The files and bytes this assembly (or its part) made: as an archive's ledger counts them. */
   private readonly made = { files: 0, bytes: 0 };
@@ -35,8 +42,7 @@ export class Assembly extends WriterJob {
     private readonly uploadsOnly: Uint8Array | undefined,
   ) {
     super(channels, id, root, objects, chmod, { name: 'entries' });
-    this.files = manifest.files();
-    this.left = manifest.fileCount;
+    this.files = new PackedPaths(manifest);
     this.changes = part?.kind === 'amend' ? releaseChanges(PackedManifest.from(part.from), manifest, part.deferred) : undefined;
     this.dirs = new ImpliedDirectories(this.changes?.dirs);
     this.resume();
@@ -46,23 +52,25 @@ export class Assembly extends WriterJob {
     return this.part?.kind === 'rest' || this.part === undefined;
   }
 
-  private build(file: PackedFile): void {
-    const part = this.part;
+  private build(i: number): void {
+    const { files, part } = this;
+    const object = files.object(i);
     if (part?.kind === 'rest') {
       // The directories and the empty files were made ahead.
-      if (file.object !== undefined && part.wanted[file.object] === 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
+      if (object !== NO_OBJECT && part.wanted[object] === 1) this.ops.link(files.path(i), files.digest(i), this.uploadsOnly?.[object] === 1);
       return;
     }
     this.made.files += 1;
-    this.made.bytes += file.size;
-    if (this.changes?.kept.has(file.path)) return;
-    for (const dir of this.dirs.missingParents(file.path)) this.ops.mkdir(dir);
-    if (file.object === undefined) this.ops.put(file.path, file.digest, EMPTY);
-    else if (part?.deferred[file.object] !== 1) this.ops.link(file.path, file.digest, this.uploadsOnly?.[file.object] === 1);
+    this.made.bytes += files.size(i);
+    if (this.changes?.kept[i] === 1) return;
+    const path = files.path(i);
+    for (const dir of this.dirs.missingParents(path)) this.ops.mkdir(dir);
+    if (object === NO_OBJECT) this.ops.put(path, EMPTY_FILE_DIGEST, EMPTY);
+    else if (part?.deferred[object] !== 1) this.ops.link(path, files.digest(i), this.uploadsOnly?.[object] === 1);
   }
 
   protected stop(): void {
-    this.left = 0;
+    this.next = this.files.count;
   }
 
   /** An amendment's removals, before any file is made: a path may change from a directory to a file, or back. */
@@ -80,13 +88,12 @@ export class Assembly extends WriterJob {
   protected step(): void {
     this.undo();
     if (this.undone < (this.changes?.undo.length ?? 0)) return;
-    while (this.reading && this.left > 0 && !this.writerWindow.full) {
+    const count = this.files.count;
+    while (this.reading && this.next < count && !this.writerWindow.full) {
       // About one batch of operations, then the writer's answer brings this back.
-      for (let batch = 2048; batch > 0 && this.left > 0; batch -= 1, this.left -= 1) {
-        this.build(this.files.next().value as PackedFile);
-      }
+      for (let batch = 2048; batch > 0 && this.next < count; batch -= 1) this.build(this.next++);
     }
-    if (!this.reading || this.left > 0) return;
+    if (!this.reading || this.next < count) return;
     this.ops.flush();
     const { files, bytes } = this.made;
     this.settle({ type: 'done', job: this.id, files, bytes });
