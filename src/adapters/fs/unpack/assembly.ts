@@ -43,7 +43,7 @@ export class Assembly extends WriterJob {
   ) {
     super(channels, id, root, objects, chmod, { name: 'entries' });
     this.files = new PackedPaths(manifest);
-    this.changes = part?.kind === 'amend' ? releaseChanges(PackedManifest.from(part.from), manifest, part.deferred) : undefined;
+    this.changes = part?.kind === 'amend' ? releaseChanges(new PackedPaths(PackedManifest.from(part.from)), this.files, part.deferred) : undefined;
     this.dirs = new ImpliedDirectories(this.changes?.dirs);
     this.resume();
   }

@@ -1,6 +1,5 @@
-import type { PackedManifest } from '../../../domain/packed-manifest.js';
 import { NO_OBJECT } from '../../../domain/packed-layout.js';
-import { PackedPaths } from '../../../domain/packed-paths.js';
+import type { PackedPaths } from '../../../domain/packed-paths.js';
 
 /** What turns a staging area holding the release `from` into one of `to` (AssemblyPart 'amend'). */
 export interface ReleaseChanges {
@@ -31,28 +30,24 @@ const depth = (path: string): number => path.split('/').length;
 /**
  * The changes from one release to the next, both checked manifests: a file changed is
  * unlinked and made again, so that no file of the area is ever written into (its inode
- * is the store's object, which other releases share). The two are read where they lie
- * and walked side by side in their paths' byte order: a 40,000-file site made a Map and
- * a Set of its paths and digests, some 200 ms of the thread the uploads pass through
- * (docs/performance.md).
+ * is the store's object, which other releases share). The two are walked side by side in
+ * their paths' byte order, read where they lie: no string is made for a file kept.
  */
-export function releaseChanges(from: PackedManifest, to: PackedManifest, deferred: Uint8Array): ReleaseChanges {
-  const before = new PackedPaths(from);
-  const after = new PackedPaths(to);
-  const kept = new Uint8Array(after.count);
-  const stays = new Uint8Array(before.count);
-  const older = before.sorted();
-  const newer = after.sorted();
+export function releaseChanges(from: PackedPaths, to: PackedPaths, deferred: Uint8Array): ReleaseChanges {
+  const kept = new Uint8Array(to.count);
+  const stays = new Uint8Array(from.count);
+  const older = from.sorted();
+  const newer = to.sorted();
   for (let o = 0, n = 0; o < older.length && n < newer.length; ) {
     const i = older[o]!;
     const j = newer[n]!;
-    const order = before.compareWith(i, after, j);
+    const order = from.compareWith(i, to, j);
     if (order < 0) o += 1;
     else if (order > 0) n += 1;
     else {
-      const object = after.object(j);
+      const object = to.object(j);
       const waits = object !== NO_OBJECT && deferred[object] === 1;
-      if (!waits && before.sameContent(i, after, j)) {
+      if (!waits && from.sameContent(i, to, j)) {
         kept[j] = 1;
         stays[i] = 1;
       }
@@ -61,9 +56,9 @@ export function releaseChanges(from: PackedManifest, to: PackedManifest, deferre
     }
   }
   const undo: { op: 'unlink' | 'rmdir'; path: string }[] = [];
-  for (let i = 0; i < before.count; i += 1) if (stays[i] === 0) undo.push({ op: 'unlink', path: before.path(i) });
-  const fromDirs = impliedDirectories(before);
-  const toDirs = impliedDirectories(after);
+  for (let i = 0; i < from.count; i += 1) if (stays[i] === 0) undo.push({ op: 'unlink', path: from.path(i) });
+  const fromDirs = impliedDirectories(from);
+  const toDirs = impliedDirectories(to);
   const gone = [...fromDirs].filter((dir) => !toDirs.has(dir)).sort((a, b) => depth(b) - depth(a));
   for (const path of gone) undo.push({ op: 'rmdir', path });
   return { kept, undo, dirs: new Set([...fromDirs].filter((dir) => toDirs.has(dir))) };
