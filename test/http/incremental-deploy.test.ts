@@ -267,6 +267,7 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       ['a negative size', () => [{ path: 'a', size: -1, digest: 'a'.repeat(64) }], /^invalid manifest: size must be a whole number of bytes: a$/],
       ['a fractional size', () => [{ path: 'a', size: 1.5, digest: 'a'.repeat(64) }], /^invalid manifest: size must be a whole number of bytes: a$/],
       ['an empty file with a digest of bytes', () => [{ path: 'a', size: 0, digest: 'a'.repeat(64) }], /^invalid manifest: an empty file's digest must be e3b0/],
+      ["a file of bytes with the empty file's digest", () => [{ path: 'a', size: 1, digest: sha256('') }], /^invalid manifest: a file of bytes cannot have the empty file's digest: a$/],
       ['one digest with two sizes', () => [{ path: 'a', size: 1, digest: 'a'.repeat(64) }, { path: 'b', size: 2, digest: 'a'.repeat(64) }], /^invalid manifest: digest listed with two sizes: b$/],
       ['more files than MAX_FILES', () => Array.from({ length: 301 }, (_, i) => ({ path: `f${i}`, size: 1, digest: 'a'.repeat(64) })), /^invalid manifest: more than 300 files and directories$/],
       ['files and the directories they imply over MAX_FILES', () => Array.from({ length: 101 }, (_, i) => ({ path: `d${i}/e/f`, size: 1, digest: 'a'.repeat(64) })), /^invalid manifest: site has more than 300 files and directories$/],
