@@ -69,7 +69,7 @@ function inManifestWords(error: unknown): unknown {
 /**
  * The rules over a whole site, file by file, for entries already well formed with paths
  * as the path rules write them: file/directory clashes, MAX_FILES counting the
- * directories paths imply, MAX_BYTES, the empty file's digest (and only its), one size per content.
+ * directories paths imply, MAX_BYTES, the empty file's digest, one size per content.
  */
 class SiteTally {
   private readonly ledger: ArchiveLedger;
@@ -94,12 +94,10 @@ class SiteTally {
     } catch (error) {
       throw inManifestWords(error);
     }
-    if (file.size === 0) {
-      if (file.digest !== EMPTY_DIGEST) throw new ManifestRejected(`an empty file's digest must be ${EMPTY_DIGEST}: ${shownName(file.path)}`);
-      return;
-    }
-    // No bytes hash to it but none: an upload could never give this file, so it is refused here rather than missing at the publish.
-    if (file.digest === EMPTY_DIGEST) throw new ManifestRejected(`a file of bytes cannot have the empty file's digest: ${shownName(file.path)}`);
+    // The empty digest is an empty file's, and only its: no upload could give a file of bytes that has it.
+    if (file.size === 0 && file.digest !== EMPTY_DIGEST) throw new ManifestRejected(`an empty file's digest must be ${EMPTY_DIGEST}: ${shownName(file.path)}`);
+    if (file.size > 0 && file.digest === EMPTY_DIGEST) throw new ManifestRejected(`a file of bytes cannot have the empty file's digest: ${shownName(file.path)}`);
+    if (file.size === 0) return;
     const known = this.objects.get(file.digest);
     // One content has one size: a second size is a lie about one of them.
     if (known !== undefined && known !== file.size) throw new ManifestRejected(`digest listed with two sizes: ${shownName(file.path)}`);
