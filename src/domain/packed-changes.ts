@@ -3,23 +3,7 @@ import { ManifestRejected } from './errors.js';
 import type { Digest, ManifestChanges, ManifestFile } from './manifest.js';
 import { copyBytes, DIGEST_BYTES, FILE_FIXED_BYTES, HEADER_BYTES, NO_OBJECT, OBJECT_BYTES } from './packed-layout.js';
 import { PackedManifest, sharedBytes } from './packed-manifest.js';
-import { PackedPaths } from './packed-paths.js';
-
-/** Adds to `dirs` the directories `path` implies; a parent there already has its own there too. */
-function addParents(dirs: Set<string>, path: string): void {
-  for (let cut = path.lastIndexOf('/'); cut > 0; cut = path.lastIndexOf('/', cut - 1)) {
-    const parent = path.slice(0, cut);
-    if (dirs.has(parent)) return;
-    dirs.add(parent);
-  }
-}
-
-/** Adds `dir` ('' is the top, not a directory of its own) and the directories it implies. */
-function addDirectory(dirs: Set<string>, dir: string): void {
-  if (dir === '' || dirs.has(dir)) return;
-  dirs.add(dir);
-  addParents(dirs, dir);
-}
+import { addDirectory, addParents, PackedPaths } from './packed-paths.js';
 
 const clash = (path: string): ManifestRejected => new ManifestRejected(`a file and a directory share the path: ${shownName(path)}`);
 

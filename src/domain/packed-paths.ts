@@ -18,6 +18,22 @@ function compareBytes(x: Uint8Array, xs: number, xe: number, y: Uint8Array, ys: 
   return xe - xs - (ye - ys);
 }
 
+/** Adds to `dirs` the directories `path` implies; a parent there already has its own there too. */
+export function addParents(dirs: Set<string>, path: string): void {
+  for (let cut = path.lastIndexOf('/'); cut > 0; cut = path.lastIndexOf('/', cut - 1)) {
+    const parent = path.slice(0, cut);
+    if (dirs.has(parent)) return;
+    dirs.add(parent);
+  }
+}
+
+/** Adds `dir` ('' is the top, not a directory of its own) and the directories it implies. */
+export function addDirectory(dirs: Set<string>, dir: string): void {
+  if (dir === '' || dirs.has(dir)) return;
+  dirs.add(dir);
+  addParents(dirs, dir);
+}
+
 /**
  * The files of a packed manifest read where they lie: by position (the manifest's order),
  * and by path through their order by the paths' UTF-8 bytes. 40,000 files cost two arrays

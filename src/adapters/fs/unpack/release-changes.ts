@@ -1,5 +1,5 @@
 import { NO_OBJECT } from '../../../domain/packed-layout.js';
-import type { PackedPaths } from '../../../domain/packed-paths.js';
+import { addDirectory, type PackedPaths } from '../../../domain/packed-paths.js';
 
 /** What turns a staging area holding the release `from` into one of `to` (AssemblyPart 'amend'). */
 export interface ReleaseChanges {
@@ -18,10 +18,7 @@ export interface ReleaseChanges {
 /** The directories a manifest's paths imply (a file `a/b/c` implies `a` and `a/b`), a string made only where the directory changes. */
 function impliedDirectories(files: PackedPaths): Set<string> {
   const dirs = new Set<string>();
-  for (let i = 0; i < files.count; i += 1) {
-    if (i > 0 && files.sameParent(i, i - 1)) continue;
-    for (let dir = files.parent(i); dir !== '' && !dirs.has(dir); dir = dir.slice(0, Math.max(dir.lastIndexOf('/'), 0))) dirs.add(dir);
-  }
+  for (let i = 0; i < files.count; i += 1) if (i === 0 || !files.sameParent(i, i - 1)) addDirectory(dirs, files.parent(i));
   return dirs;
 }
 
