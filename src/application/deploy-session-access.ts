@@ -2,12 +2,15 @@ import { inject, injectable } from 'inversify';
 import { isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
+import { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { assertStillAuthorised } from './deployer.js';
+import { baseManifest } from './session-manifest.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
 import { DEPLOY_SESSIONS, type DeploySession, type DeploySessions } from './ports/deploy-sessions.js';
+import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 
@@ -36,12 +39,25 @@ export class DeploySessionAccess {
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(CLOCK) private readonly clock: Clock,
     @inject(DEPLOY_SETTINGS) private readonly settings: DeploySettings,
+    @inject(RELEASE_STORE) private readonly releases: ReleaseStore,
   ) {}
 
   async use(user: Username, token: string, id: string): Promise<DeploySession> {
     const session = await this.find(user, token, id);
-    await this.sessions.extend(id, sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
+    await this.keepAlive(id);
     return session;
+  }
+
+  /** As `use`, with the session's manifest: found before the session is kept alive, so that a base gone meanwhile changes nothing. */
+  async useWithManifest(user: Username, token: string, id: string): Promise<{ session: DeploySession; manifest: PackedManifest }> {
+    const session = await this.find(user, token, id);
+    const manifest = await this.manifest(session);
+    await this.keepAlive(id);
+    return { session, manifest };
+  }
+
+  private async keepAlive(id: string): Promise<void> {
+    await this.sessions.extend(id, sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
   }
 
   /** The session, as `use` finds it, without keeping it alive: the caller does that only once the request is taken. */
@@ -53,14 +69,23 @@ export class DeploySessionAccess {
     return session;
   }
 
-  async state(session: DeploySession): Promise<SessionState> {
+  /**
+   * The session's manifest, packed: the one it keeps, or its base's files as they are on
+   * disk; BaseReleaseChanged once that base is gone or changed.
+   */
+  manifest(session: DeploySession): Promise<PackedManifest> {
+    const { manifest } = session;
+    if (manifest instanceof PackedManifest) return Promise.resolve(manifest);
+    return baseManifest(this.releases, session.user, session.project, manifest);
+  }
+
+  async state(session: DeploySession, manifest: PackedManifest): Promise<SessionState> {
     const scope = objectScope(session.keyId, session.project);
-    return stateOf(session, await this.objects.missing(session.user, session.id, new Map(session.manifest.objects()), scope));
+    return stateOf(session, manifest, await this.objects.missing(session.user, session.id, new Map(manifest.objects()), scope));
   }
 }
 
-export function stateOf(session: DeploySession, missing: Digest[]): SessionState {
-  const { manifest } = session;
+export function stateOf(session: DeploySession, manifest: PackedManifest, missing: Digest[]): SessionState {
   const missingBytes = missing.reduce((sum, digest) => sum + (manifest.sizeOf(digest) ?? 0), 0);
   return { session, files: manifest.fileCount, bytes: manifest.bytes, missing, missingBytes };
 }

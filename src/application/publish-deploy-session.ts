@@ -28,9 +28,9 @@ export class PublishDeploySession {
   ) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
-    const session = await this.access.use(input.user, input.token, input.id);
+    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
     const started = this.clock.now().getTime();
-    const staged = await this.staging.assemble(session.user, session.id, session.manifest, objectScope(session.keyId, session.project));
+    const staged = await this.staging.assemble(session.user, session.id, manifest, objectScope(session.keyId, session.project));
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,

@@ -1,17 +1,20 @@
 import { BaseReleaseChanged } from '../domain/errors.js';
-import { parseManifestBase, type Digest, type ManifestReader } from '../domain/manifest.js';
+import { parseManifestBase, type Digest, type ManifestBase, type ManifestReader } from '../domain/manifest.js';
 import { applyPackedChanges } from '../domain/packed-changes.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import type { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
+import type { KeptManifest } from './ports/deploy-sessions.js';
 import type { ReleaseStore } from './ports/release-store.js';
 import type { SessionObjects } from './ports/session-objects.js';
 
-/** A session's manifest, packed, and the contents of it to look for in the store. */
+/** A session's manifest, packed, the contents of it to look for in the store, and what the session keeps of it. */
 export interface SessionManifest {
   readonly packed: PackedManifest;
   readonly sought: ReadonlyMap<Digest, number>;
+  /** The base alone when the manifest is exactly its files: the session names it rather than copies it. */
+  readonly kept: KeptManifest;
 }
 
 /**
@@ -33,17 +36,29 @@ export interface SessionManifest {
 export async function sessionManifest(releases: ReleaseStore, user: Username, project: ProjectName, reader: ManifestReader, base: unknown, limits: ArchiveLimits): Promise<SessionManifest> {
   if (base === undefined) {
     const manifest = reader.whole();
-    return { packed: PackedManifest.pack(manifest), sought: manifest.objects };
+    const packed = PackedManifest.pack(manifest);
+    return { packed, sought: manifest.objects, kept: packed };
   }
   const parsed = parseManifestBase(base);
   // Every check that needs no disk first: a malformed request never costs a walk of the base.
   const changes = reader.changes();
-  const packed = await releases.releasePackedManifest(user, project, parsed.release);
-  if (packed === undefined || packed.canonicalDigest() !== parsed.digest) throw new BaseReleaseChanged();
-  if (changes.files.length === 0 && changes.removed.length === 0) return { packed, sought: new Map() };
+  const packed = await baseManifest(releases, user, project, parsed);
+  if (changes.files.length === 0 && changes.removed.length === 0) return { packed, sought: new Map(), kept: parsed };
   const sought = new Map<Digest, number>();
   for (const file of changes.files) if (file.size > 0 && packed.sizeOf(file.digest) !== file.size) sought.set(file.digest, file.size);
-  return { packed: applyPackedChanges(packed, changes, limits), sought };
+  const changed = applyPackedChanges(packed, changes, limits);
+  return { packed: changed, sought, kept: changed };
+}
+
+/**
+ * The files of the user's release `base.release` of the project as they are on disk,
+ * packed, if they are still the files `base.digest` names; BaseReleaseChanged if the
+ * release is gone (pruned, deleted) or they are not.
+ */
+export async function baseManifest(releases: ReleaseStore, user: Username, project: ProjectName, base: ManifestBase): Promise<PackedManifest> {
+  const packed = await releases.releasePackedManifest(user, project, base.release);
+  if (packed === undefined || packed.canonicalDigest() !== base.digest) throw new BaseReleaseChanged();
+  return packed;
 }
 
 /**

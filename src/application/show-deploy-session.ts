@@ -8,6 +8,7 @@ export class ShowDeploySession {
   constructor(@inject(DeploySessionAccess) private readonly access: DeploySessionAccess) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<SessionState> {
-    return this.access.state(await this.access.use(input.user, input.token, input.id));
+    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
+    return this.access.state(session, manifest);
   }
 }

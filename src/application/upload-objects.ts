@@ -30,8 +30,8 @@ export class UploadObjects {
    * every batch; a client that wants it asks (ShowDeploySession).
    */
   async execute(input: UploadObjectsInput): Promise<{ session: DeploySession; stored: number }> {
-    const session = await this.access.use(input.user, input.token, input.id);
-    const stored = await this.objects.receive(input.user, session.id, input.batch, session.manifest, input.signal);
+    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
+    const stored = await this.objects.receive(input.user, session.id, input.batch, manifest, input.signal);
     return { session, stored };
   }
 }

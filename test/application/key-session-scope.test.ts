@@ -38,7 +38,7 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, new InProcessDeployLock(), clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings, disk.store);
   return {
     disk,
     open: (token: string, files: ManifestFile[]) => {

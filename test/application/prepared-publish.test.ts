@@ -39,7 +39,7 @@ async function world() {
   const records = new InMemoryDeployRecords();
   const publisher = new PublishRelease(tokens, disk.store, disk.staging, lock, clock, settings, new PruneReleases(disk.store, settings, previews, clock, records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression());
   const sessions = new InMemoryDeploySessions();
-  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings);
+  const access = new DeploySessionAccess(sessions, disk.objects, tokens, keys, clock, settings, disk.store);
   const opener = new OpenDeploySession(sessions, disk.objects, disk.store, tokens, keys, clock, settings, disk.staging);
   const createKey = new CreateDeployKey(keys, new SequenceTokenGenerator(), clock);
   return {

@@ -8,16 +8,20 @@ import { describe, expect, it } from 'vitest';
 import { KyselyDeploySessions } from '../../src/adapters/db/kysely-deploy-sessions.js';
 import { migrateToLatest, MIGRATIONS } from '../../src/adapters/db/migrations.js';
 import type { Schema } from '../../src/adapters/db/schema.js';
-import type { DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySessions, KeptManifest, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
 import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
+import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Username } from '../../src/domain/username.js';
 import { InMemoryDeploySessions } from '../support/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { freshPostgresDatabase, PG_URL } from '../support/postgres.js';
 
+/** A kept manifest's files, whichever way it is kept: a base by its name. */
+const filesOf = (kept: KeptManifest | undefined) => (kept instanceof PackedManifest ? kept.manifest() : kept);
+const BASE = { release: '20261208T115900' as ReleaseId, digest: 'd'.repeat(64) as Digest };
 const at = (minute: number) => new Date(Date.UTC(2026, 11, 8, 12, minute));
 const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
   user: 'alice' as Username,
@@ -54,7 +58,7 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const { manifest, ...found } = (await sessions.find(id))!;
       const { manifest: given, ...rest } = made;
       expect(found).toEqual({ id, ...rest });
-      expect(manifest.manifest()).toEqual(given.manifest());
+      expect(filesOf(manifest)).toEqual(filesOf(given));
       expect(await sessions.close(id)).toBe(true);
       expect(await sessions.find(id)).toBeUndefined();
       expect(await sessions.close(id)).toBe(false);
@@ -66,15 +70,31 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
       expect(await sessions.replaceManifest(id, changed, at(30), at(2))).toBe(true);
       const found = (await sessions.find(id))!;
-      expect(found.manifest.manifest()).toEqual(changed.manifest());
+      expect(filesOf(found.manifest)).toEqual(changed.manifest());
       expect(found.expiresAt).toEqual(at(30));
-      expect((await sessions.find(other))!.manifest.manifest()).toEqual(session().manifest.manifest());
+      expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
       // Expired (not yet swept): not given a manifest, nor kept alive.
       expect(await sessions.replaceManifest(other, changed, at(90), at(61))).toBe(false);
       expect((await sessions.find(other))!.expiresAt).toEqual(at(60));
       await sessions.close(id);
       expect(await sessions.replaceManifest(id, changed, at(40), at(2))).toBe(false);
       expect(await sessions.find(id)).toBeUndefined();
+    }));
+
+    it("keeps a session opened on its base as the base's name, and moves it between that and a manifest of its own", withSessions(async (sessions) => {
+      const id = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
+      const other = (await sessions.open(session(), 8, at(1)))!;
+      expect((await sessions.find(id))!.manifest).toEqual(BASE);
+      const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
+      expect(await sessions.replaceManifest(id, changed, at(30), at(2))).toBe(true);
+      expect(filesOf((await sessions.find(id))!.manifest)).toEqual(changed.manifest());
+      const later = { release: '20261208T120100' as ReleaseId, digest: 'e'.repeat(64) as Digest };
+      expect(await sessions.replaceManifest(id, later, at(31), at(2))).toBe(true);
+      expect((await sessions.find(id))!.manifest).toEqual(later);
+      // Each session's own: the other's manifest is as it opened.
+      expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
+      await sessions.extend(other, at(45));
+      expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
     }));
 
     it('opens at most `max` unexpired sessions per user; expired ones and other users do not count', withSessions(async (sessions) => {
@@ -174,6 +194,44 @@ if (PG_URL) {
 }
 
 /**
+ * Where the databases keep a session's manifest (a row of its own, or none for a base):
+ * every way a session ends takes its manifest with it.
+ */
+function manifestRowsTest(name: string, open: () => Promise<{ db: Kysely<Schema>; close(): Promise<void> }>): void {
+  it(`${name}: a session's manifest is a row of its own, none for a base, and goes with the session however it ends`, async () => {
+    const { db, close } = await open();
+    try {
+      const sessions = new KyselyDeploySessions(db);
+      const rows = async () => (await db.selectFrom('deploy_session_manifests').select('id').orderBy('id').execute()).map((r) => r.id);
+      const key = '6f1c2d3e-0000-4000-8000-000000000001';
+      const closed = (await sessions.open(session(), 8, at(1)))!;
+      const keyed = (await sessions.open(session({ keyId: key }), 8, at(1)))!;
+      const bobs = (await sessions.open(session({ user: 'bob' as Username }), 8, at(1)))!;
+      const based = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
+      const rebased = (await sessions.open(session(), 8, at(1)))!;
+      expect(await rows()).toEqual([closed, keyed, bobs, rebased].sort());
+      await sessions.replaceManifest(rebased, BASE, at(30), at(2));
+      await sessions.replaceManifest(based, session().manifest, at(30), at(2));
+      expect(await rows()).toEqual([closed, keyed, bobs, based].sort());
+      await sessions.close(closed);
+      await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key);
+      expect(await rows()).toEqual([bobs, based].sort());
+      await sessions.removeUser('bob' as Username);
+      await sessions.removeUser('alice' as Username);
+      expect(await rows()).toEqual([]);
+      expect(await sessions.stillOpen([closed, keyed, bobs, based, rebased])).toEqual(new Set());
+    } finally {
+      await close();
+    }
+  });
+}
+
+describe('deploy session manifests in the databases', () => {
+  manifestRowsTest('sqlite file', sqliteDatabase);
+  if (PG_URL) manifestRowsTest('postgresql server', postgresDatabase);
+});
+
+/**
  * The upgrade that packed sessions' manifests: a session a client opened before it is
  * read back whole after it, on both databases.
  */
@@ -194,8 +252,8 @@ function upgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; cl
 
       await migrateToLatest(db);
       const found = await new KyselyDeploySessions(db as Kysely<Schema>).find(old.id);
-      expect(found?.manifest.manifest()).toEqual(manifestOf(files.map(([path, size, digest]) => ({ path, size, digest }) as ManifestFile)));
-      expect(found?.manifest.sizeOf('b'.repeat(64))).toBe(3);
+      expect(filesOf(found?.manifest)).toEqual(manifestOf(files.map(([path, size, digest]) => ({ path, size, digest }) as ManifestFile)));
+      expect((found?.manifest as PackedManifest).sizeOf('b'.repeat(64))).toBe(3);
     } finally {
       await close();
     }
@@ -221,7 +279,8 @@ function failedUpgradeTest(name: string, open: () => Promise<{ db: Kysely<unknow
       await (db as Kysely<{ deploy_sessions: { id: string } }>).deleteFrom('deploy_sessions').where('id', '=', 'b'.repeat(32)).execute();
       await migrateToLatest(db);
       expect(await columns()).not.toContain('files');
-      expect((await new KyselyDeploySessions(db as Kysely<Schema>).find('a'.repeat(32)))?.manifest.sizeOf('a'.repeat(64))).toBe(1);
+      const found = await new KyselyDeploySessions(db as Kysely<Schema>).find('a'.repeat(32));
+      expect((found?.manifest as PackedManifest).sizeOf('a'.repeat(64))).toBe(1);
     } finally {
       await close();
     }

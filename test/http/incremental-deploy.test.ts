@@ -664,12 +664,22 @@ describe('a manifest relative to a release the server has (real server, real dir
 
   it('a base pruned by later deploys: 409, and the whole manifest then deploys', async () => {
     const pruned = base;
+    // Opened on the base with nothing changed, the session keeps the base by name: its own requests meet the prune too.
+    const early = await open({ project: 'docs', base: { release: pruned.id, digest: canonicalDigest(pruned.site) }, files: [], removed: [] });
+    expect(early.status, JSON.stringify(early.body)).toBe(201);
     for (let i = 0; i < 3; i += 1) await whole('docs', { ...pruned.site, 'index.html': Buffer.from(`later ${i}\n`) });
     expect(await readdir(join(h.deploysRoot, 'rel', 'docs'))).not.toContain(pruned.id);
     const v4 = { ...pruned.site, 'index.html': Buffer.from('v4\n') };
     const reply = await unchangedBy(() => relative('docs', pruned, v4));
     expect(reply.status).toBe(409);
     expect(reply.body.error).toBe('base release not found or changed: send the whole manifest');
+    const session = String(early.body.id);
+    for (const [method, path] of [['GET', `/api/v1/deploys/${session}`], ['POST', `/api/v1/deploys/${session}/publish`]] as const) {
+      const refused = await unchangedBy(() => h.call(method, path, { token }));
+      expect(refused.status, `${method} ${path}`).toBe(409);
+      expect(refused.body.error).toBe('base release not found or changed: send the whole manifest');
+    }
+    expect((await h.call('DELETE', `/api/v1/deploys/${session}`, { token })).status).toBe(204);
     const { id } = await whole('docs', v4);
     expect(digestsOf(await releaseFiles(release('rel', 'docs', id)))).toEqual(digestsOf(v4));
   });
@@ -818,7 +828,8 @@ describe('a session opened on its base, then given the site (PUT /api/v1/deploys
     const v3 = { ...pruned.site, 'index.html': Buffer.from('v3\n') };
     const reply = await unchangedBy(() => revise(id, relativeTo(pruned, v3)));
     expect(reply).toMatchObject({ status: 409, body: { error: 'base release not found or changed: send the whole manifest' } });
-    expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body).toMatchObject({ files: Object.keys(pruned.site).length });
+    // The session is as it was, its base by name: asked about, it says the same.
+    expect(await h.call('GET', `/api/v1/deploys/${id}`, { token })).toMatchObject({ status: 409, body: { error: 'base release not found or changed: send the whole manifest' } });
     const whole = await revise(id, { files: manifest(v3) });
     expect(whole.status).toBe(200);
     const published = await finish(id, whole.body.missing as string[], v3);

@@ -26,6 +26,9 @@ function openSqlite(url: string): Kysely<Schema> {
   // FULL: a token handed out is a token kept, even across a power loss.
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
+  // A session's manifest goes with its session (schema.ts). better-sqlite3's build turns
+  // this on already; SQLite's own default is off, so it is said here whatever the build.
+  sqlite.pragma('foreign_keys = ON');
   return new Kysely<Schema>({ dialect: new SqliteDialect({ database: sqlite }) });
 }
 

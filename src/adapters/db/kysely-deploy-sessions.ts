@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { sql, type Kysely } from 'kysely';
-import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, KeptManifest, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import type { Digest } from '../../domain/manifest.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
+import type { ReleaseId } from '../../domain/release-id.js';
 import type { Username } from '../../domain/username.js';
 import { DATABASE } from './kysely-token-store.js';
 import type { DeploySessionsTable, Schema } from './schema.js';
 
-const summaryOf = (row: Omit<DeploySessionsTable, 'manifest'>): DeploySessionSummary => ({
+const summaryOf = (row: DeploySessionsTable): DeploySessionSummary => ({
   id: row.id,
   user: row.username as Username,
   project: row.project as ProjectName,
@@ -19,31 +21,44 @@ const summaryOf = (row: Omit<DeploySessionsTable, 'manifest'>): DeploySessionSum
   expiresAt: new Date(row.expires_at),
 });
 
-const SUMMARY_COLUMNS = ['id', 'username', 'project', 'preview', 'key_id', 'created_at', 'expires_at'] as const;
+const baseOf = (manifest: KeptManifest) => (manifest instanceof PackedManifest ? undefined : manifest);
 
-/** Deploy sessions in SQLite or PostgreSQL; the manifest is one binary column, packed (packed-manifest.ts). */
+/**
+ * Deploy sessions in SQLite or PostgreSQL; a manifest kept packed (packed-manifest.ts) is
+ * a row of its own, one kept as its base is the session's base columns (schema.ts).
+ */
 @injectable()
 export class KyselyDeploySessions implements DeploySessions {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
   async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const id = await this.openRow(trx, session, max, now);
+      if (id !== undefined) await this.keepManifest(trx, id, session.manifest);
+      return id;
+    });
+  }
+
+  private async openRow(db: Kysely<Schema>, session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
     const id = randomBytes(16).toString('hex');
+    const base = baseOf(session.manifest);
     // One statement, the count and the insert: no window between them within a replica's
     // connection. Two replicas at the same instant may each see max - 1 (READ COMMITTED);
     // the limit bounds a signer's disk, and one extra session is within what it allows for.
     // The signer (domain sameSigner): the user's own token, or that one key.
-    const result = await this.db
+    const result = await db
       .insertInto('deploy_sessions')
-      .columns(['id', 'username', 'project', 'preview', 'key_id', 'manifest', 'created_at', 'expires_at'])
+      .columns(['id', 'username', 'project', 'preview', 'key_id', 'base_release', 'base_digest', 'created_at', 'expires_at'])
       .expression(
-        this.db
+        db
           .selectNoFrom([
             sql<string>`${id}`.as('id'),
             sql<string>`${session.user}`.as('username'),
             sql<string>`${session.project}`.as('project'),
             sql<string | null>`${session.preview ?? null}`.as('preview'),
             sql<string | null>`${session.keyId ?? null}`.as('key_id'),
-            sql<Uint8Array>`${session.manifest.packed}`.as('manifest'),
+            sql<string | null>`${base?.release ?? null}`.as('base_release'),
+            sql<string | null>`${base?.digest ?? null}`.as('base_digest'),
             sql<string>`${session.createdAt.toISOString()}`.as('created_at'),
             sql<string>`${session.expiresAt.toISOString()}`.as('expires_at'),
           ])
@@ -64,14 +79,26 @@ export class KyselyDeploySessions implements DeploySessions {
     return result.numInsertedOrUpdatedRows === 1n ? id : undefined;
   }
 
+  /** A manifest kept packed goes in a row of its own; a base is named in the session's row already. */
+  private async keepManifest(db: Kysely<Schema>, id: string, manifest: KeptManifest): Promise<void> {
+    if (manifest instanceof PackedManifest) await db.insertInto('deploy_session_manifests').values({ id, manifest: sql<Uint8Array>`${manifest.packed}` }).execute();
+  }
+
   async find(id: string): Promise<DeploySession | undefined> {
-    const row = await this.db.selectFrom('deploy_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('deploy_sessions as s')
+      .leftJoin('deploy_session_manifests as m', 'm.id', 's.id')
+      .selectAll('s')
+      .select('m.manifest')
+      .where('s.id', '=', id)
+      .executeTakeFirst();
     if (row === undefined) return undefined;
-    return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest) };
+    const manifest = row.manifest === null ? { release: row.base_release as ReleaseId, digest: row.base_digest as Digest } : PackedManifest.from(row.manifest);
+    return { ...summaryOf(row), manifest };
   }
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
-    const rows = await this.db.selectFrom('deploy_sessions').select(SUMMARY_COLUMNS).where('username', '=', user).orderBy('created_at').orderBy('id').execute();
+    const rows = await this.db.selectFrom('deploy_sessions').selectAll().where('username', '=', user).orderBy('created_at').orderBy('id').execute();
     return rows.map(summaryOf);
   }
 
@@ -82,15 +109,21 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date, now: Date): Promise<boolean> {
-    // Not an expired one the sweep has not reached yet: its uploads may be going already.
-    const result = await this.db
-      .updateTable('deploy_sessions')
-      .set({ manifest: sql<Uint8Array>`${manifest.packed}`, expires_at: expiresAt.toISOString() })
-      .where('id', '=', id)
-      .where('expires_at', '>', now.toISOString())
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+  async replaceManifest(id: string, manifest: KeptManifest, expiresAt: Date, now: Date): Promise<boolean> {
+    const base = baseOf(manifest);
+    return this.db.transaction().execute(async (trx) => {
+      // Not an expired one the sweep has not reached yet: its uploads may be going already.
+      const result = await trx
+        .updateTable('deploy_sessions')
+        .set({ base_release: base?.release ?? null, base_digest: base?.digest ?? null, expires_at: expiresAt.toISOString() })
+        .where('id', '=', id)
+        .where('expires_at', '>', now.toISOString())
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      await trx.deleteFrom('deploy_session_manifests').where('id', '=', id).execute();
+      await this.keepManifest(trx, id, manifest);
+      return true;
+    });
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

@@ -99,7 +99,28 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.createIndex('domains_verified').on('domains').column('domain').unique().where(sql.ref('verified_at'), 'is not', null).execute();
     },
   },
+  // A session's manifest in a table of its own, and none at all while it is exactly its
+  // base release's files (the port's KeptManifest): each redeploy's open copied its base's
+  // manifest into the database (3.7 MB for 40,000 files), and each request that moved the
+  // session's expiry rewrote it, all on the main thread (docs/performance.md).
+  // All or nothing, as 005 is.
+  '2026-12-21-008-session-manifests-apart': {
+    up: (db: Kysely<unknown>) => (db.isTransaction ? separateSessionManifests(db) : db.transaction().execute(separateSessionManifests)),
+  },
 };
+
+async function separateSessionManifests(db: Kysely<unknown>): Promise<void> {
+  const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+  await db.schema
+    .createTable('deploy_session_manifests')
+    .addColumn('id', 'char(32)', (c) => c.primaryKey().references('deploy_sessions.id').onDelete('cascade'))
+    .addColumn('manifest', binary, (c) => c.notNull())
+    .execute();
+  await sql`insert into deploy_session_manifests (id, manifest) select id, manifest from deploy_sessions`.execute(db);
+  await db.schema.alterTable('deploy_sessions').dropColumn('manifest').execute();
+  await db.schema.alterTable('deploy_sessions').addColumn('base_release', 'varchar(15)').execute();
+  await db.schema.alterTable('deploy_sessions').addColumn('base_digest', 'char(64)').execute();
+}
 
 async function packSessionManifests(db: Kysely<unknown>): Promise<void> {
   const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';

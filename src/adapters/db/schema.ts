@@ -41,8 +41,12 @@ export interface DeploySessionsTable {
   preview: string | null;
   /** The deploy key that opened the session; null for the user's own token. */
   key_id: string | null;
-  /** The manifest, packed (packed-manifest.ts). */
-  manifest: Uint8Array;
+  /**
+   * Set while the session's manifest is exactly this release's files (the port's
+   * KeptManifest); null when deploy_session_manifests holds it.
+   */
+  base_release: string | null;
+  base_digest: string | null;
   created_at: string;
   /** ISO-8601 UTC, so text order is time order. */
   expires_at: string;
@@ -58,10 +62,20 @@ export interface DomainsTable {
   verified_at: string | null;
 }
 
+/**
+ * A session's manifest, packed (packed-manifest.ts), apart from the session's row: moving
+ * its expiry at each request would otherwise rewrite megabytes. Goes with its session (on delete cascade).
+ */
+export interface DeploySessionManifestsTable {
+  id: string;
+  manifest: Uint8Array;
+}
+
 export interface Schema {
   users: UsersTable;
   deploys: DeploysTable;
   deploy_keys: DeployKeysTable;
   deploy_sessions: DeploySessionsTable;
+  deploy_session_manifests: DeploySessionManifestsTable;
   domains: DomainsTable;
 }
