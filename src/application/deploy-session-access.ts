@@ -1,8 +1,8 @@
 import { inject, injectable } from 'inversify';
-import { isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-session.js';
+import { holdsBase, isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
-import { PackedManifest } from '../domain/packed-manifest.js';
+import type { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { assertStillAuthorised } from './deployer.js';
 import { baseManifest } from './session-manifest.js';
@@ -70,12 +70,12 @@ export class DeploySessionAccess {
   }
 
   /**
-   * The session's manifest, packed: the one it keeps, or its base's files as they are on
+   * The session's manifest, packed: the one it holds, or its base's files as they are on
    * disk; BaseReleaseChanged once that base is gone or changed.
    */
   manifest(session: DeploySession): Promise<PackedManifest> {
     const { manifest } = session;
-    if (manifest instanceof PackedManifest) return Promise.resolve(manifest);
+    if (!holdsBase(manifest)) return Promise.resolve(manifest);
     return baseManifest(this.releases, session.user, session.project, manifest);
   }
 

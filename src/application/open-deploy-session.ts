@@ -67,10 +67,10 @@ export class OpenDeploySession {
     const project = ProjectName.parse(input.project);
     const preview = input.preview === undefined ? undefined : PreviewName.parse(input.preview);
     await assertStillAuthorised(this.tokens, this.keys, this.clock.now(), { user: input.user, token: input.token, project, preview });
-    const { packed, sought, kept } = await sessionManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
+    const { packed, sought, held } = await sessionManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
-    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: kept, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
+    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists (soughtObjects).
     // A deploy key's session is answered from its project's content alone (domain: objectScope).

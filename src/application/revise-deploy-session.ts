@@ -53,17 +53,17 @@ export class ReviseDeploySession {
     const moved = (input.project !== undefined && input.project !== session.project) || (input.preview !== undefined && input.preview !== session.preview);
     if (moved) throw new ManifestRejected("project and preview are the session's: a session's manifest cannot move it");
     if ((await this.objects.sessionsWithUploads()).includes(session.id)) throw new SessionUploadedAlready();
-    const { packed: manifest, sought, kept } = await sessionManifest(this.releases, session.user, session.project, input.manifest, input.base, this.settings.archiveLimits);
+    const { packed: manifest, sought, held } = await sessionManifest(this.releases, session.user, session.project, input.manifest, input.base, this.settings.archiveLimits);
     const scope = objectScope(session.keyId, session.project);
     const missing = await this.objects.missing(session.user, session.id, sought, scope);
     const now = this.clock.now();
     const expiresAt = sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
-    if (!(await this.sessions.replaceManifest(session.id, kept, expiresAt, now))) throw new DeploySessionNotFound();
+    if (!(await this.sessions.replaceManifest(session.id, held, expiresAt, now))) throw new DeploySessionNotFound();
     // As an open does: a redeploy's release is built while its objects upload; most of a site new goes as an archive.
     if (missing.length <= manifest.objectCount / 2) this.preparation.revise(session.user, session.id, manifest, missing);
     else await this.preparation.forgetPrepared(session.id);
     const earlier = session.keyId === undefined ? [] : (await this.sessions.openedBy(session.keyId, now)).filter((id) => id !== session.id);
     const stillMissing = await notUploadedBefore(this.objects, earlier, session.id, missing, manifest);
-    return stateOf({ ...session, manifest: kept, expiresAt }, manifest, stillMissing);
+    return stateOf({ ...session, manifest: held, expiresAt }, manifest, stillMissing);
   }
 }

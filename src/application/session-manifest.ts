@@ -2,19 +2,19 @@ import { BaseReleaseChanged } from '../domain/errors.js';
 import { parseManifestBase, type Digest, type ManifestBase, type ManifestReader } from '../domain/manifest.js';
 import { applyPackedChanges } from '../domain/packed-changes.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
+import type { HeldManifest } from '../domain/deploy-session.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import type { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
-import type { KeptManifest } from './ports/deploy-sessions.js';
 import type { ReleaseStore } from './ports/release-store.js';
 import type { SessionObjects } from './ports/session-objects.js';
 
-/** A session's manifest, packed, the contents of it to look for in the store, and what the session keeps of it. */
+/** A session's manifest, packed, the contents of it to look for in the store, and what the session holds of it. */
 export interface SessionManifest {
   readonly packed: PackedManifest;
   readonly sought: ReadonlyMap<Digest, number>;
-  /** The base alone when the manifest is exactly its files: the session names it rather than copies it. */
-  readonly kept: KeptManifest;
+  /** The base alone when the manifest is exactly its files (HeldManifest). */
+  readonly held: HeldManifest;
 }
 
 /**
@@ -37,17 +37,17 @@ export async function sessionManifest(releases: ReleaseStore, user: Username, pr
   if (base === undefined) {
     const manifest = reader.whole();
     const packed = PackedManifest.pack(manifest);
-    return { packed, sought: manifest.objects, kept: packed };
+    return { packed, sought: manifest.objects, held: packed };
   }
   const parsed = parseManifestBase(base);
   // Every check that needs no disk first: a malformed request never costs a walk of the base.
   const changes = reader.changes();
   const packed = await baseManifest(releases, user, project, parsed);
-  if (changes.files.length === 0 && changes.removed.length === 0) return { packed, sought: new Map(), kept: parsed };
+  if (changes.files.length === 0 && changes.removed.length === 0) return { packed, sought: new Map(), held: parsed };
   const sought = new Map<Digest, number>();
   for (const file of changes.files) if (file.size > 0 && packed.sizeOf(file.digest) !== file.size) sought.set(file.digest, file.size);
   const changed = applyPackedChanges(packed, changes, limits);
-  return { packed: changed, sought, kept: changed };
+  return { packed: changed, sought, held: changed };
 }
 
 /**

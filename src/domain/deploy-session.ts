@@ -1,3 +1,5 @@
+import type { ManifestBase } from './manifest.js';
+import { PackedManifest } from './packed-manifest.js';
 import type { PreviewName } from './preview.js';
 import type { ProjectName } from './project-name.js';
 import type { Username } from './username.js';
@@ -73,4 +75,18 @@ export interface ProjectScope {
  */
 export function objectScope(keyId: string | undefined, project: ProjectName): ProjectScope | undefined {
   return keyId === undefined ? undefined : { project };
+}
+
+/**
+ * What a session holds of its manifest: the manifest, packed; or, while it is exactly the
+ * files of the release it was opened on (nothing changed yet), that release by name and
+ * digest, its files found again on disk at each use. A redeploy opens on its base before
+ * the client has read its folder: the base's whole manifest copied into the database
+ * there, and read back at each request, would be work for nothing.
+ */
+export type HeldManifest = PackedManifest | ManifestBase;
+
+/** Whether a session holds its base by name rather than a manifest packed. */
+export function holdsBase(held: HeldManifest): held is ManifestBase {
+  return !(held instanceof PackedManifest);
 }

@@ -448,6 +448,35 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
       expect(await leftInStaging()).toEqual([]);
     });
 
+    it('sends the whole manifest and publishes again when nothing changed and the base is pruned before the publish (409)', async () => {
+      const root = await site('unchanged', files);
+      const first = await deployed([root, '--project', 'unchanged']);
+      let pruned = false;
+      proxy.hook = async (req) => {
+        if (req.method === 'POST' && req.url?.endsWith('/publish') && !pruned) {
+          pruned = true;
+          // The session holds its unchanged base by name; five deploys from elsewhere (RELEASES_KEEP 5) prune it.
+          for (let i = 0; i < 5; i += 1) expect((await h.deploy(token, 'unchanged', tgz([tarFile('index.html', `elsewhere ${i}`)]))).status).toBe(200);
+          expect(await readdir(join(h.deploysRoot, USER, 'unchanged'))).not.toContain(first.release);
+        }
+        return 'forward' as const;
+      };
+      const mark = proxy.seen.length;
+      const r = await sitedrop(['deploy', root, '--project', 'unchanged', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`the server refused the changes since release ${String(first.release)} (base release not found or changed: send the whole manifest): sending the whole manifest\n`);
+      expect(sequence(mark)).toEqual([
+        'POST /api/v1/deploys 201',
+        'PUT /api/v1/deploys/<id>/manifest 200',
+        'POST /api/v1/deploys/<id>/publish 409',
+        'PUT /api/v1/deploys/<id>/manifest 200',
+        'POST /api/v1/deploys/<id>/publish 200',
+      ]);
+      expect(bodyOf(revisions(mark)[1]!).base).toBeUndefined();
+      expect(await live('unchanged')).toEqual(await contents(root));
+      expect(await leftInStaging()).toEqual([]);
+    });
+
     it('against a server that cannot take a manifest again (404), deletes the session opened on the base and opens with the difference', async () => {
       const root = await site('no-revise', files);
       await deployed([root, '--project', 'no-revise']);

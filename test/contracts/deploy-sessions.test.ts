@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { KyselyDeploySessions } from '../../src/adapters/db/kysely-deploy-sessions.js';
 import { migrateToLatest, MIGRATIONS } from '../../src/adapters/db/migrations.js';
 import type { Schema } from '../../src/adapters/db/schema.js';
-import type { DeploySessions, KeptManifest, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
@@ -19,8 +20,8 @@ import { InMemoryDeploySessions } from '../support/fakes.js';
 import { postgresDatabase, sqliteDatabase } from '../support/databases.js';
 import { freshPostgresDatabase, PG_URL } from '../support/postgres.js';
 
-/** A kept manifest's files, whichever way it is kept: a base by its name. */
-const filesOf = (kept: KeptManifest | undefined) => (kept instanceof PackedManifest ? kept.manifest() : kept);
+/** A held manifest's files, whichever way it is held: a base by its name. */
+const filesOf = (held: HeldManifest | undefined) => (held instanceof PackedManifest ? held.manifest() : held);
 const BASE = { release: '20261208T115900' as ReleaseId, digest: 'd'.repeat(64) as Digest };
 const at = (minute: number) => new Date(Date.UTC(2026, 11, 8, 12, minute));
 const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
@@ -287,7 +288,36 @@ function failedUpgradeTest(name: string, open: () => Promise<{ db: Kysely<unknow
   });
 }
 
-describe('deploy sessions across the upgrade to packed manifests', () => {
+/** The upgrade that moved manifests apart (008) fails whole on a row it cannot move, and the next start completes it. */
+function failedSeparationTest(name: string, open: () => Promise<{ db: Kysely<unknown>; close(): Promise<void> }>): void {
+  it(`${name}: moving manifests apart, cut short, changes nothing, and the next start completes it`, async () => {
+    const { db, close } = await open();
+    try {
+      const before = Object.fromEntries(Object.entries(MIGRATIONS).filter(([migration]) => migration < '2026-12-21'));
+      expect((await new Migrator({ db, provider: { getMigrations: async () => before } }).migrateToLatest()).error).toBeUndefined();
+      const packed = PackedManifest.pack(manifestOf([{ path: 'a.html', size: 1, digest: 'a'.repeat(64) as Digest }])).packed;
+      const row = (id: string, manifest: Uint8Array | null) => ({ id, username: 'alice', project: 'docs', preview: null, key_id: null, manifest, created_at: at(0).toISOString(), expires_at: at(60).toISOString() });
+      // A row without a manifest: no version wrote one, but one the move cannot take.
+      await (db as Kysely<{ deploy_sessions: ReturnType<typeof row> }>).insertInto('deploy_sessions').values([row('a'.repeat(32), packed), row('b'.repeat(32), null)]).execute();
+
+      await expect(migrateToLatest(db)).rejects.toThrow(/migration 2026-12-21-008-session-manifests-apart failed/);
+      const tables = async () => Object.fromEntries((await db.introspection.getTables()).map((t) => [t.name, t.columns.map((c) => c.name).sort()]));
+      expect((await tables()).deploy_sessions).toContain('manifest');
+      expect((await tables()).deploy_sessions).not.toContain('base_release');
+      expect(await tables()).not.toHaveProperty('deploy_session_manifests');
+
+      await (db as Kysely<{ deploy_sessions: { id: string } }>).deleteFrom('deploy_sessions').where('id', '=', 'b'.repeat(32)).execute();
+      await migrateToLatest(db);
+      expect((await tables()).deploy_sessions).not.toContain('manifest');
+      const found = await new KyselyDeploySessions(db as Kysely<Schema>).find('a'.repeat(32));
+      expect((found?.manifest as PackedManifest).sizeOf('a'.repeat(64))).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+}
+
+describe('deploy sessions across the upgrades of their manifests', () => {
   const sqlite = async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sitedrop-db-'));
     const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(join(dir, 'sitedrop.db')) }) });
@@ -300,8 +330,10 @@ describe('deploy sessions across the upgrade to packed manifests', () => {
   };
   upgradeTest('sqlite file', sqlite);
   failedUpgradeTest('sqlite file', sqlite);
+  failedSeparationTest('sqlite file', sqlite);
   if (PG_URL) {
     upgradeTest('postgresql server', postgres);
     failedUpgradeTest('postgresql server', postgres);
+    failedSeparationTest('postgresql server', postgres);
   }
 });

@@ -18,7 +18,7 @@ import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
-import { sameSigner } from '../../src/domain/deploy-session.js';
+import { sameSigner, type HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
@@ -434,7 +434,7 @@ export class InMemoryDeploySessions implements DeploySessions {
     return closing.map((s) => s.id);
   }
 
-  async replaceManifest(id: string, manifest: PackedManifest, expiresAt: Date, now: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean> {
     const session = this.sessions.get(id);
     if (session === undefined || session.expiresAt <= now) return false;
     this.sessions.set(id, { ...session, manifest, expiresAt });

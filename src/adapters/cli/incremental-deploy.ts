@@ -69,6 +69,9 @@ export type EarlySession = DeploySession | ServerError | undefined;
 /** Publishes that may each find objects gone (collected between the manifest and the publish) before the deploy gives up. */
 const PUBLISH_ATTEMPTS = 4;
 
+/** The server's 409 for a base it no longer has: a session that holds an unchanged base by name meets it at its publish too. */
+const BASE_GONE = 'base release not found or changed: send the whole manifest';
+
 /** The objects behind `digests`, one path each (a digest many paths share is sent once), in the folder's order. */
 function objectsFor(files: readonly ManifestFile[], digests: readonly string[]): MissingObject[] {
   const wanted = new Set(digests);
@@ -233,6 +236,13 @@ export async function deployIncrementally(
         const sentFiles = files.filter((file) => sent.has(file.digest)).length;
         return { answer, counts: { mode: 'incremental', sentFiles, sentBytes, skippedFiles: files.length - sentFiles, totalFiles: files.length, totalBytes } };
       } catch (error) {
+        if (error instanceof ServerError && error.status === 409 && error.message === BASE_GONE && attempt < PUBLISH_ATTEMPTS) {
+          // Nothing changed since the base, and the base has gone since the difference: the whole manifest says all.
+          refused(conversation, error);
+          await conversation.baseRefused?.();
+          missing = (await api.reviseDeploy(session.id, { files }, signal)).missing;
+          continue;
+        }
         const lost = error instanceof ServerError && error.status === 409 && Array.isArray(error.body.missing) ? (error.body.missing as string[]) : [];
         if (lost.length === 0 || attempt === PUBLISH_ATTEMPTS) throw error;
         conversation.notice(`the server no longer has ${lost.length} of the files it had; sending them and publishing again`);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { sql, type Kysely } from 'kysely';
-import type { DeploySession, DeploySessions, DeploySessionSummary, KeptManifest, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import { holdsBase, type HeldManifest } from '../../domain/deploy-session.js';
 import type { Digest } from '../../domain/manifest.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
@@ -21,11 +22,11 @@ const summaryOf = (row: DeploySessionsTable): DeploySessionSummary => ({
   expiresAt: new Date(row.expires_at),
 });
 
-const baseOf = (manifest: KeptManifest) => (manifest instanceof PackedManifest ? undefined : manifest);
+const baseOf = (held: HeldManifest) => (holdsBase(held) ? held : undefined);
 
 /**
- * Deploy sessions in SQLite or PostgreSQL; a manifest kept packed (packed-manifest.ts) is
- * a row of its own, one kept as its base is the session's base columns (schema.ts).
+ * Deploy sessions in SQLite or PostgreSQL; a manifest held packed (packed-manifest.ts) is
+ * a row of its own, a base held by name the session's base columns (schema.ts).
  */
 @injectable()
 export class KyselyDeploySessions implements DeploySessions {
@@ -79,9 +80,9 @@ export class KyselyDeploySessions implements DeploySessions {
     return result.numInsertedOrUpdatedRows === 1n ? id : undefined;
   }
 
-  /** A manifest kept packed goes in a row of its own; a base is named in the session's row already. */
-  private async keepManifest(db: Kysely<Schema>, id: string, manifest: KeptManifest): Promise<void> {
-    if (manifest instanceof PackedManifest) await db.insertInto('deploy_session_manifests').values({ id, manifest: sql<Uint8Array>`${manifest.packed}` }).execute();
+  /** A manifest held packed goes in a row of its own; a base is named in the session's row already. */
+  private async keepManifest(db: Kysely<Schema>, id: string, manifest: HeldManifest): Promise<void> {
+    if (!holdsBase(manifest)) await db.insertInto('deploy_session_manifests').values({ id, manifest: sql<Uint8Array>`${manifest.packed}` }).execute();
   }
 
   async find(id: string): Promise<DeploySession | undefined> {
@@ -93,8 +94,9 @@ export class KyselyDeploySessions implements DeploySessions {
       .where('s.id', '=', id)
       .executeTakeFirst();
     if (row === undefined) return undefined;
-    const manifest = row.manifest === null ? { release: row.base_release as ReleaseId, digest: row.base_digest as Digest } : PackedManifest.from(row.manifest);
-    return { ...summaryOf(row), manifest };
+    if (row.manifest !== null) return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest) };
+    if (row.base_release === null || row.base_digest === null) throw new Error(`deploy session ${id} holds no manifest`);
+    return { ...summaryOf(row), manifest: { release: row.base_release as ReleaseId, digest: row.base_digest as Digest } };
   }
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
@@ -109,7 +111,7 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, manifest: KeptManifest, expiresAt: Date, now: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean> {
     const base = baseOf(manifest);
     return this.db.transaction().execute(async (trx) => {
       // Not an expired one the sweep has not reached yet: its uploads may be going already.

@@ -99,11 +99,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.createIndex('domains_verified').on('domains').column('domain').unique().where(sql.ref('verified_at'), 'is not', null).execute();
     },
   },
-  // A session's manifest in a table of its own, and none at all while it is exactly its
-  // base release's files (the port's KeptManifest): each redeploy's open copied its base's
-  // manifest into the database (3.7 MB for 40,000 files), and each request that moved the
-  // session's expiry rewrote it, all on the main thread (docs/performance.md).
-  // All or nothing, as 005 is.
+  // A session's manifest in a table of its own, none while the session holds its base by
+  // name (domain HeldManifest; schema.ts says why). All or nothing, as 005 is.
   '2026-12-21-008-session-manifests-apart': {
     up: (db: Kysely<unknown>) => (db.isTransaction ? separateSessionManifests(db) : db.transaction().execute(separateSessionManifests)),
   },

@@ -42,8 +42,8 @@ export interface DeploySessionsTable {
   /** The deploy key that opened the session; null for the user's own token. */
   key_id: string | null;
   /**
-   * Set while the session's manifest is exactly this release's files (the port's
-   * KeptManifest); null when deploy_session_manifests holds it.
+   * Set while the session holds this release by name (domain HeldManifest); null when
+   * deploy_session_manifests holds its manifest.
    */
   base_release: string | null;
   base_digest: string | null;
@@ -63,8 +63,9 @@ export interface DomainsTable {
 }
 
 /**
- * A session's manifest, packed (packed-manifest.ts), apart from the session's row: moving
- * its expiry at each request would otherwise rewrite megabytes. Goes with its session (on delete cascade).
+ * A session's manifest, packed (packed-manifest.ts), apart from the session's row, which
+ * each request updates: SQLite rewrites a whole row, blob and all, to change one column.
+ * Goes with its session (on delete cascade).
  */
 export interface DeploySessionManifestsTable {
   id: string;

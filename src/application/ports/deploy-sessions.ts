@@ -1,6 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { ManifestBase } from '../../domain/manifest.js';
-import type { PackedManifest } from '../../domain/packed-manifest.js';
+import type { HeldManifest } from '../../domain/deploy-session.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
@@ -18,19 +17,10 @@ export interface DeploySession {
   /** The deploy key that opened it; undefined when the user's own token did. */
   readonly keyId: string | undefined;
   /** Its manifest, checked when it opened (or was revised). */
-  readonly manifest: KeptManifest;
+  readonly manifest: HeldManifest;
   readonly createdAt: Date;
   readonly expiresAt: Date;
 }
-
-/**
- * A session's manifest as it is kept: packed; or, while it is exactly the files of the
- * release it was opened on (nothing changed yet), that release by name and digest, which
- * the session's requests find again on disk (DeploySessionAccess.manifest). A redeploy
- * opens on its base before the client has read its folder: copying the base's 40,000
- * files into the database there, and reading them back, was megabytes for nothing.
- */
-export type KeptManifest = PackedManifest | ManifestBase;
 
 export type NewDeploySession = Omit<DeploySession, 'id'>;
 
@@ -54,7 +44,7 @@ export interface DeploySessions {
    */
   closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
   /** Gives it the manifest its difference from the base made, and moves its expiry; false if it was not open and unexpired at `now`. */
-  replaceManifest(id: string, manifest: KeptManifest, expiresAt: Date, now: Date): Promise<boolean>;
+  replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean>;
   /** Moves its expiry: every use of a session keeps it alive. */
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ends it; false if it was not open. */
