@@ -416,20 +416,24 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     /** Staging areas and their new objects, not yet thrown away: none once a deploy has ended. */
     const leftInStaging = async () => [...(await readdir(join(h.deploysRoot, '.staging')).catch(() => [])), ...(await readdir(join(h.deploysRoot, '.fresh')).catch(() => []))];
 
+    /** Before the CLI's first request of `method` to a path ending `suffix`, five deploys from elsewhere (RELEASES_KEEP 5) prune its base. */
+    const pruneBaseBefore = (method: string, suffix: string, project: string, base: string) => {
+      let pruned = false;
+      proxy.hook = async (req) => {
+        if (req.method === method && req.url?.endsWith(suffix) && !pruned) {
+          pruned = true;
+          for (let i = 0; i < 5; i += 1) expect((await h.deploy(token, project, tgz([tarFile('index.html', `elsewhere ${i}`)]))).status).toBe(200);
+          expect(await readdir(join(h.deploysRoot, USER, project))).not.toContain(base);
+        }
+        return 'forward' as const;
+      };
+    };
+
     it('sends the whole manifest once, saying so, when its base is pruned between the open and the difference (409), leaving nothing of that session', async () => {
       const root = await site('pruned', files);
       const first = await deployed([root, '--project', 'pruned']);
       await writeFile(join(root, 'index.html'), 'after the prune');
-      let pruned = false;
-      proxy.hook = async (req) => {
-        if (req.method === 'PUT' && req.url?.endsWith('/manifest') && !pruned) {
-          pruned = true;
-          // Five deploys from elsewhere meanwhile (RELEASES_KEEP 5): the base is pruned.
-          for (let i = 0; i < 5; i += 1) expect((await h.deploy(token, 'pruned', tgz([tarFile('index.html', `elsewhere ${i}`)]))).status).toBe(200);
-          expect(await readdir(join(h.deploysRoot, USER, 'pruned'))).not.toContain(first.release);
-        }
-        return 'forward' as const;
-      };
+      pruneBaseBefore('PUT', '/manifest', 'pruned', String(first.release));
       const mark = proxy.seen.length;
       const r = await sitedrop(['deploy', root, '--project', 'pruned', '--json']);
       expect(r.code).toBe(0);
@@ -451,16 +455,8 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     it('sends the whole manifest and publishes again when nothing changed and the base is pruned before the publish (409)', async () => {
       const root = await site('unchanged', files);
       const first = await deployed([root, '--project', 'unchanged']);
-      let pruned = false;
-      proxy.hook = async (req) => {
-        if (req.method === 'POST' && req.url?.endsWith('/publish') && !pruned) {
-          pruned = true;
-          // The session holds its unchanged base by name; five deploys from elsewhere (RELEASES_KEEP 5) prune it.
-          for (let i = 0; i < 5; i += 1) expect((await h.deploy(token, 'unchanged', tgz([tarFile('index.html', `elsewhere ${i}`)]))).status).toBe(200);
-          expect(await readdir(join(h.deploysRoot, USER, 'unchanged'))).not.toContain(first.release);
-        }
-        return 'forward' as const;
-      };
+      // The session holds its unchanged base by name: the publish finds it gone.
+      pruneBaseBefore('POST', '/publish', 'unchanged', String(first.release));
       const mark = proxy.seen.length;
       const r = await sitedrop(['deploy', root, '--project', 'unchanged', '--json']);
       expect(r.code, r.stderr).toBe(0);
