@@ -73,7 +73,7 @@ export class DeploySessionAccess {
    * The session's manifest, packed: the one it holds, or its base's files as they are on
    * disk; BaseReleaseChanged once that base is gone or changed.
    */
-  manifest(session: DeploySession): Promise<PackedManifest> {
+  private manifest(session: DeploySession): Promise<PackedManifest> {
     const { manifest } = session;
     if (!holdsBase(manifest)) return Promise.resolve(manifest);
     return baseManifest(this.releases, session.user, session.project, manifest);
