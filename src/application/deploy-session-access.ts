@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { holdsBase, isSessionExpired, objectScope, sessionExpiry } from '../domain/deploy-session.js';
+import { holdsBase, isSessionExpired, mayUseSession, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
 import type { PackedManifest } from '../domain/packed-manifest.js';
@@ -26,9 +26,10 @@ export interface SessionState {
 
 /**
  * A session as its own user sees it: another user's, an expired one or one closed are
- * all "not found" (one user never learns of another's sessions), and using one keeps it
- * alive. The token must still deploy the session's project (and preview): a key revoked
- * mid-session can do nothing more with it.
+ * all "not found" (one user never learns of another's sessions), and so is, to a deploy
+ * key, one it did not open (domain: mayUseSession). Using one keeps it alive. The token
+ * must still deploy the session's project (and preview): a key revoked mid-session can
+ * do nothing more with it.
  */
 @injectable()
 export class DeploySessionAccess {
@@ -48,10 +49,19 @@ export class DeploySessionAccess {
     return session;
   }
 
-  /** As `use`, with the session's manifest: found before the session is kept alive, so that a base gone meanwhile changes nothing. */
-  async useWithManifest(user: Username, token: string, id: string): Promise<{ session: DeploySession; manifest: PackedManifest }> {
+  /**
+   * As `use`, with the session's manifest: found, and judged by `accept` if given, before
+   * the session is kept alive, so that a base gone meanwhile, or a request refused, changes nothing.
+   */
+  async useWithManifest(
+    user: Username,
+    token: string,
+    id: string,
+    accept?: (session: DeploySession, manifest: PackedManifest) => Promise<void>,
+  ): Promise<{ session: DeploySession; manifest: PackedManifest }> {
     const session = await this.find(user, token, id);
     const manifest = await this.manifest(session);
+    await accept?.(session, manifest);
     await this.keepAlive(id);
     return { session, manifest };
   }
@@ -65,7 +75,9 @@ export class DeploySessionAccess {
     const session = await this.sessions.find(id);
     const now = this.clock.now();
     if (session === undefined || session.user !== user || isSessionExpired(session.expiresAt, now)) throw new DeploySessionNotFound();
-    await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview });
+    await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview }, (deployer) => {
+      if (!mayUseSession(deployer.key?.id, session)) throw new DeploySessionNotFound();
+    });
     return session;
   }
 

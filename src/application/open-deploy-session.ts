@@ -70,13 +70,14 @@ export class OpenDeploySession {
     const { packed, sought, held } = await sessionManifest(this.releases, input.user, project, input.manifest, input.base, this.settings.archiveLimits);
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
-    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, createdAt: now, expiresAt: sessionExpiry(now, ttlSeconds) };
     // First: a manifest that lies about the size of bytes the user's store holds is
     // refused like any other, before a session exists (soughtObjects).
     // A deploy key's session is answered from its project's content alone (domain: objectScope).
     const scope = objectScope(input.keyId, project);
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
     const missing = await this.objects.missing(input.user, undefined, sought, scope);
+    const expiresAt = sessionExpiry(now, ttlSeconds);
+    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, unconfirmed: missing, createdAt: now, expiresAt };
     const superseded = await this.closeIdle(session, now, ttlSeconds);
     const id = await this.sessions.open(session, maxPerSigner, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);

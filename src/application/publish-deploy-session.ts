@@ -1,11 +1,13 @@
 import { inject, injectable } from 'inversify';
 import { objectScope } from '../domain/deploy-session.js';
-import { DeploySessionNotFound } from '../domain/errors.js';
+import { DeploySessionNotFound, ObjectsMissing } from '../domain/errors.js';
+import type { Digest } from '../domain/manifest.js';
+import type { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess } from './deploy-session-access.js';
 import { PublishRelease, type Deployed } from './publish-release.js';
 import { CLOCK, type Clock } from './ports/clock.js';
-import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';
+import { DEPLOY_SESSIONS, type DeploySession, type DeploySessions } from './ports/deploy-sessions.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 import { STAGING, type Staging } from './ports/staging.js';
 
@@ -28,9 +30,10 @@ export class PublishDeploySession {
   ) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
-    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
+    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id, (found, files) => this.confirmSizes(found, files));
     const started = this.clock.now().getTime();
-    const staged = await this.staging.assemble(session.user, session.id, manifest, objectScope(session.keyId, session.project));
+    const scope = objectScope(session.keyId, session.project);
+    const staged = await this.staging.assemble(session.user, session.id, manifest, scope);
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,
@@ -48,4 +51,23 @@ export class PublishDeploySession {
     await this.objects.removeUploads(session.id).catch(() => undefined);
     return deployed;
   }
+
+  /**
+   * The objects no probe found when the manifest was checked have come since (uploaded,
+   * or stored by another deploy of the user's): each must be of the size the manifest
+   * gives it, which the limits and the quota counted, or the manifest lied (ManifestRejected).
+   * One still missing now is missing for the assembly too. What a probe finds is for good:
+   * an object's name fixes its bytes.
+   */
+  private async confirmSizes(session: DeploySession, manifest: PackedManifest): Promise<void> {
+    const unconfirmed = new Map(session.unconfirmed === undefined ? manifest.objects() : session.unconfirmed.flatMap((digest) => sizeIn(manifest, digest)));
+    if (unconfirmed.size === 0) return;
+    const missing = await this.objects.missing(session.user, session.id, unconfirmed, objectScope(session.keyId, session.project));
+    if (missing.length > 0) throw new ObjectsMissing(missing);
+  }
 }
+
+const sizeIn = (manifest: PackedManifest, digest: Digest): [Digest, number][] => {
+  const size = manifest.sizeOf(digest);
+  return size === undefined ? [] : [[digest, size]];
+};

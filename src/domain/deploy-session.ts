@@ -35,6 +35,15 @@ export interface SessionTarget extends SessionSigner {
 }
 
 /**
+ * Who may use a session once it is open: the user's own token any of the user's; a
+ * deploy key (`keyId`) only those it opened. What a session draws on goes by who opened
+ * it (objectScope): a key on its owner's session would draw on the owner's whole store.
+ */
+export function mayUseSession(keyId: string | undefined, session: SessionSigner): boolean {
+  return keyId === undefined || keyId === session.keyId;
+}
+
+/**
  * DEPLOY_SESSIONS_MAX is each signer's own: the user's token has that many, and each
  * deploy key as many of its own. A key is a CI secret: it can use up only its own
  * allowance, never its owner's deploys nor another key's.

@@ -35,10 +35,12 @@ const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
       { path: 'ünï/cödé "quoted".html', size: 0, digest: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' as Digest },
     ]),
   ),
+  unconfirmed: ['a'.repeat(64) as Digest],
   createdAt: at(0),
   expiresAt: at(60),
   ...over,
 });
+const UNCONFIRMED = ['b'.repeat(64) as Digest, 'c'.repeat(64) as Digest];
 
 /** What every DeploySessions must do: the two real databases and the unit tests' fake. */
 function deploySessionsContract(name: string, open: () => Promise<{ sessions: DeploySessions; close(): Promise<void> }>): void {
@@ -69,29 +71,45 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const id = (await sessions.open(session(), 8, at(1)))!;
       const other = (await sessions.open(session(), 8, at(1)))!;
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, changed, at(30), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(30), at(2))).toBe(true);
       const found = (await sessions.find(id))!;
       expect(filesOf(found.manifest)).toEqual(changed.manifest());
+      expect(found.unconfirmed).toEqual(UNCONFIRMED);
       expect(found.expiresAt).toEqual(at(30));
+      expect(await sessions.replaceManifest(id, changed, [], at(30), at(2))).toBe(true);
+      expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
+      expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       // Expired (not yet swept): not given a manifest, nor kept alive.
-      expect(await sessions.replaceManifest(other, changed, at(90), at(61))).toBe(false);
+      expect(await sessions.replaceManifest(other, changed, UNCONFIRMED, at(90), at(61))).toBe(false);
       expect((await sessions.find(other))!.expiresAt).toEqual(at(60));
+      expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       await sessions.close(id);
-      expect(await sessions.replaceManifest(id, changed, at(40), at(2))).toBe(false);
+      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(40), at(2))).toBe(false);
       expect(await sessions.find(id)).toBeUndefined();
+    }));
+
+    it('keeps unconfirmed objects not known as not known, and a manifest with none as none', withSessions(async (sessions) => {
+      const unknown = (await sessions.open(session({ unconfirmed: undefined }), 8, at(1)))!;
+      const none = (await sessions.open(session({ unconfirmed: [] }), 8, at(1)))!;
+      expect((await sessions.find(unknown))!.unconfirmed).toBeUndefined();
+      expect((await sessions.find(none))!.unconfirmed).toEqual([]);
     }));
 
     it("keeps a session opened on its base as the base's name, and moves it between that and a manifest of its own", withSessions(async (sessions) => {
       const id = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
       const other = (await sessions.open(session(), 8, at(1)))!;
+      // A base's objects are its files: none unconfirmed, whatever the caller says.
       expect((await sessions.find(id))!.manifest).toEqual(BASE);
+      expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, changed, at(30), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(30), at(2))).toBe(true);
       expect(filesOf((await sessions.find(id))!.manifest)).toEqual(changed.manifest());
+      expect((await sessions.find(id))!.unconfirmed).toEqual(UNCONFIRMED);
       const later = { release: '20261208T120100' as ReleaseId, digest: 'e'.repeat(64) as Digest };
-      expect(await sessions.replaceManifest(id, later, at(31), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, later, UNCONFIRMED, at(31), at(2))).toBe(true);
       expect((await sessions.find(id))!.manifest).toEqual(later);
+      expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       // Each session's own: the other's manifest is as it opened.
       expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
       await sessions.extend(other, at(45));
@@ -211,8 +229,8 @@ function manifestRowsTest(name: string, open: () => Promise<{ db: Kysely<Schema>
       const based = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
       const rebased = (await sessions.open(session(), 8, at(1)))!;
       expect(await rows()).toEqual([closed, keyed, bobs, rebased].sort());
-      await sessions.replaceManifest(rebased, BASE, at(30), at(2));
-      await sessions.replaceManifest(based, session().manifest, at(30), at(2));
+      await sessions.replaceManifest(rebased, BASE, [], at(30), at(2));
+      await sessions.replaceManifest(based, session().manifest, [], at(30), at(2));
       expect(await rows()).toEqual([closed, keyed, bobs, based].sort());
       await sessions.close(closed);
       await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key);
@@ -311,6 +329,8 @@ function failedSeparationTest(name: string, open: () => Promise<{ db: Kysely<unk
       expect((await tables()).deploy_sessions).not.toContain('manifest');
       const found = await new KyselyDeploySessions(db as Kysely<Schema>).find('a'.repeat(32));
       expect((found?.manifest as PackedManifest).sizeOf('a'.repeat(64))).toBe(1);
+      // Which of its objects no probe found was not kept then: not known, so the publish confirms them all.
+      expect(found?.unconfirmed).toBeUndefined();
     } finally {
       await close();
     }

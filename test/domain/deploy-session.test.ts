@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sameSigner, sessionExpiry, sessionLastUse, SUPERSEDE_AFTER_IDLE_SECONDS, supersedes, type SessionTarget } from '../../src/domain/deploy-session.js';
+import { mayUseSession, sameSigner, sessionExpiry, sessionLastUse, SUPERSEDE_AFTER_IDLE_SECONDS, supersedes, type SessionTarget } from '../../src/domain/deploy-session.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { Username } from '../../src/domain/username.js';
@@ -33,6 +33,15 @@ describe('deploy sessions: who counts against whom, and what supersedes what', (
     expect(sameSigner({ user: alice, keyId: 'k' }, { user: alice, keyId: undefined })).toBe(false);
     expect(sameSigner({ user: alice, keyId: 'k' }, { user: alice, keyId: 'j' })).toBe(false);
     expect(sameSigner({ user: alice, keyId: undefined }, { user: 'bob' as Username, keyId: undefined })).toBe(false);
+  });
+
+  it("lets the user's own token use any of the user's sessions, and a key only those it opened", () => {
+    const alice = 'alice' as Username;
+    expect(mayUseSession(undefined, { user: alice, keyId: undefined })).toBe(true);
+    expect(mayUseSession(undefined, { user: alice, keyId: 'k' })).toBe(true);
+    expect(mayUseSession('k', { user: alice, keyId: 'k' })).toBe(true);
+    expect(mayUseSession('k', { user: alice, keyId: undefined })).toBe(false);
+    expect(mayUseSession('k', { user: alice, keyId: 'j' })).toBe(false);
   });
 
   it('supersedes an idle session of the same signer, project and preview, from SUPERSEDE_AFTER_IDLE_SECONDS on', () => {

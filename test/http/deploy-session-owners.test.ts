@@ -10,6 +10,7 @@ const MAX = 3;
 /** A one-page site's manifest: its content is new to the store unless `text` was sent before. */
 const manifest = (text: string) => [{ path: 'index.html', size: Buffer.byteLength(text), digest: sha256(text) }];
 const NOT_FOUND = { status: 404, body: { status: 'error', error: 'deploy session not found' } };
+const UNAUTHORIZED = { status: 401, body: { status: 'error', error: 'unauthorized' } };
 
 describe.each(SERVICE_BACKENDS)("whose deploy sessions count against whom, and who ends them (real server, %s)", (_name, openBackend) => {
   let h: Harness;
@@ -95,6 +96,36 @@ describe.each(SERVICE_BACKENDS)("whose deploy sessions count against whom, and w
     await cancel(own);
     await cancel(strangers, stranger);
     expect(await listed()).toEqual([]);
+  });
+
+  it("a deploy key finds none of its owner's sessions, nor another key's: it may not use them to draw on the owner's store", async () => {
+    // Content of the owner's other project: a key of docs must never learn it is stored, nor publish it.
+    const secret = 'the owner, another project, secret';
+    expect((await h.deploy(owner, 'blog', tgz([file('index.html', secret)]))).status).toBe(200);
+    const live = await opened(owner, 'docs', secret);
+    const preview = await opened(owner, 'docs', secret, 'pr-7');
+    const other = await makeKey('docs', 'deploy');
+    const others = await opened(other.token, 'docs', 'another key');
+    for (const scope of ['deploy', 'preview'] as const) {
+      const key = await makeKey('docs', scope);
+      await h.settled();
+      const withKey = await snapshot(h.root);
+      // One the key could not deploy (a preview key, a live session) is refused for that first.
+      for (const [id, isLive] of [[live, true], [preview, false], [others, true]] as const) {
+        const refused = scope === 'preview' && isLive ? UNAUTHORIZED : NOT_FOUND;
+        expect(await show(id, key.token)).toMatchObject(refused);
+        expect(await h.call('PUT', `/api/v1/deploys/${id}/manifest`, { token: key.token, json: { files: manifest(secret) } })).toMatchObject(refused);
+        expect(await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token: key.token, body: tgz([file(sha256(secret), secret)]), headers: { 'content-type': 'application/gzip' } })).toMatchObject(refused);
+        expect(await h.call('POST', `/api/v1/deploys/${id}/publish`, { token: key.token })).toMatchObject(refused);
+        expect(await cancel(id, key.token)).toMatchObject(refused);
+      }
+      expect(await snapshot(h.root)).toEqual(withKey);
+      await h.call('DELETE', `/api/v1/projects/docs/keys/${key.id}`, { token: owner });
+    }
+    // Each signer still has its own: the owner's publish, the other key's show.
+    expect((await show(others, other.token)).status).toBe(200);
+    expect((await h.call('POST', `/api/v1/deploys/${live}/publish`, { token: owner })).status).toBe(200);
+    for (const id of [preview, others]) await cancel(id);
   });
 
   it('revoking a key closes its sessions at once, their uploads with them; the owner then finds them nowhere', async () => {

@@ -201,11 +201,16 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     }
     // Asked again: the short one is missing (its size says so); the changed ones only their bytes tell.
     expect((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing).toEqual([short]);
+    // The publish first holds the sizes of what the open found missing against the manifest's, then reads what it links.
     const refused = await publish(id);
     expect(refused.status).toBe(409);
-    expect(new Set(refused.body.missing as string[])).toEqual(new Set([short, changed, video]));
+    expect(refused.body.missing).toEqual([short]);
+    expect((await upload(id, objects(s, [short!]))).status).toBe(200);
+    const again = await publish(id);
+    expect(again.status).toBe(409);
+    expect(new Set(again.body.missing as string[])).toEqual(new Set([changed, video]));
     expect(await live('inc', 'damaged')).toBeUndefined();
-    expect((await upload(id, objects(s, [short!, changed!, video]))).status).toBe(200);
+    expect((await upload(id, objects(s, [changed!, video]))).status).toBe(200);
     const done = await publish(id);
     expect(done.status).toBe(200);
     expect(digestsOf(await releaseFiles(release('inc', 'damaged', done.body.release as string)))).toEqual(digestsOf(s));

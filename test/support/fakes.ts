@@ -18,7 +18,7 @@ import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
 import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
-import { sameSigner, type HeldManifest } from '../../src/domain/deploy-session.js';
+import { holdsBase, sameSigner, type HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
@@ -407,6 +407,9 @@ export class InMemoryDeployRecords implements DeployRecords {
   }
 }
 
+/** As the database keeps them: a session holding its base has no object unconfirmed (its objects are the base's files). */
+const held = (manifest: HeldManifest, unconfirmed: readonly Digest[] | undefined): readonly Digest[] | undefined => (holdsBase(manifest) ? [] : unconfirmed);
+
 /** Deploy sessions in a map: the unit tests' stand-in for the database (contract: test/contracts/deploy-sessions.test.ts). */
 export class InMemoryDeploySessions implements DeploySessions {
   readonly sessions = new Map<string, DeploySession>();
@@ -415,7 +418,7 @@ export class InMemoryDeploySessions implements DeploySessions {
     const live = [...this.sessions.values()].filter((s) => sameSigner(s, session) && s.expiresAt > now).length;
     if (live >= max) return undefined;
     const id = randomUUID().replaceAll('-', '');
-    this.sessions.set(id, { id, ...session });
+    this.sessions.set(id, { id, ...session, unconfirmed: held(session.manifest, session.unconfirmed) });
     return id;
   }
 
@@ -425,7 +428,7 @@ export class InMemoryDeploySessions implements DeploySessions {
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
     const of = [...this.sessions.values()].filter((s) => s.user === user);
-    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)).map(({ manifest: _, ...summary }) => summary);
+    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)).map(({ manifest: _, unconfirmed: __, ...summary }) => summary);
   }
 
   async closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]> {
@@ -434,10 +437,10 @@ export class InMemoryDeploySessions implements DeploySessions {
     return closing.map((s) => s.id);
   }
 
-  async replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean> {
     const session = this.sessions.get(id);
     if (session === undefined || session.expiresAt <= now) return false;
-    this.sessions.set(id, { ...session, manifest, expiresAt });
+    this.sessions.set(id, { ...session, manifest, unconfirmed: held(manifest, unconfirmed), expiresAt });
     return true;
   }
 

@@ -35,7 +35,7 @@ export class KyselyDeploySessions implements DeploySessions {
   async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const id = await this.openRow(trx, session, max, now);
-      if (id !== undefined) await this.keepManifest(trx, id, session.manifest);
+      if (id !== undefined) await this.keepManifest(trx, id, session.manifest, session.unconfirmed);
       return id;
     });
   }
@@ -80,9 +80,17 @@ export class KyselyDeploySessions implements DeploySessions {
     return result.numInsertedOrUpdatedRows === 1n ? id : undefined;
   }
 
-  /** A manifest held packed goes in a row of its own; a base is named in the session's row already. */
-  private async keepManifest(db: Kysely<Schema>, id: string, manifest: HeldManifest): Promise<void> {
-    if (!holdsBase(manifest)) await db.insertInto('deploy_session_manifests').values({ id, manifest: sql<Uint8Array>`${manifest.packed}` }).execute();
+  /**
+   * A manifest held packed goes in a row of its own, with its unconfirmed objects; a base
+   * is named in the session's row already, and its objects are its files.
+   */
+  private async keepManifest(db: Kysely<Schema>, id: string, manifest: HeldManifest, unconfirmed: readonly Digest[] | undefined): Promise<void> {
+    if (holdsBase(manifest)) return;
+    const digests = unconfirmed === undefined ? null : packDigests(unconfirmed);
+    await db
+      .insertInto('deploy_session_manifests')
+      .values({ id, manifest: sql<Uint8Array>`${manifest.packed}`, unconfirmed: sql<Uint8Array | null>`${digests}` })
+      .execute();
   }
 
   async find(id: string): Promise<DeploySession | undefined> {
@@ -90,13 +98,16 @@ export class KyselyDeploySessions implements DeploySessions {
       .selectFrom('deploy_sessions as s')
       .leftJoin('deploy_session_manifests as m', 'm.id', 's.id')
       .selectAll('s')
-      .select('m.manifest')
+      .select(['m.manifest', 'm.unconfirmed'])
       .where('s.id', '=', id)
       .executeTakeFirst();
     if (row === undefined) return undefined;
-    if (row.manifest !== null) return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest) };
+    if (row.manifest !== null) {
+      const unconfirmed = row.unconfirmed === null ? undefined : unpackDigests(row.unconfirmed);
+      return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest), unconfirmed };
+    }
     if (row.base_release === null || row.base_digest === null) throw new Error(`deploy session ${id} holds no manifest`);
-    return { ...summaryOf(row), manifest: { release: row.base_release as ReleaseId, digest: row.base_digest as Digest } };
+    return { ...summaryOf(row), manifest: { release: row.base_release as ReleaseId, digest: row.base_digest as Digest }, unconfirmed: [] };
   }
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
@@ -111,7 +122,7 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean> {
+  async replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean> {
     const base = baseOf(manifest);
     return this.db.transaction().execute(async (trx) => {
       // Not an expired one the sweep has not reached yet: its uploads may be going already.
@@ -123,7 +134,7 @@ export class KyselyDeploySessions implements DeploySessions {
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
       await trx.deleteFrom('deploy_session_manifests').where('id', '=', id).execute();
-      await this.keepManifest(trx, id, manifest);
+      await this.keepManifest(trx, id, manifest, unconfirmed);
       return true;
     });
   }
@@ -156,4 +167,14 @@ export class KyselyDeploySessions implements DeploySessions {
   async removeUser(user: Username): Promise<void> {
     await this.db.deleteFrom('deploy_sessions').where('username', '=', user).execute();
   }
+}
+
+/** Digests as the unconfirmed column holds them: 32 bytes each, one after another. */
+function packDigests(digests: readonly Digest[]): Uint8Array {
+  return Buffer.from(digests.join(''), 'hex');
+}
+
+function unpackDigests(bytes: Uint8Array): Digest[] {
+  const hex = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+  return Array.from({ length: hex.length / 64 }, (_, i) => hex.slice(i * 64, i * 64 + 64) as Digest);
 }

@@ -104,6 +104,14 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026-12-21-008-session-manifests-apart': {
     up: (db: Kysely<unknown>) => (db.isTransaction ? separateSessionManifests(db) : db.transaction().execute(separateSessionManifests)),
   },
+  // The objects a session's manifest named and no probe found (schema.ts). Null for the
+  // sessions open at the upgrade: not known, so their publish confirms every object.
+  '2026-12-22-009-unconfirmed-session-objects': {
+    async up(db: Kysely<unknown>) {
+      const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+      await db.schema.alterTable('deploy_session_manifests').addColumn('unconfirmed', binary).execute();
+    },
+  },
 };
 
 async function separateSessionManifests(db: Kysely<unknown>): Promise<void> {

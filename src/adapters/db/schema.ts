@@ -70,6 +70,12 @@ export interface DomainsTable {
 export interface DeploySessionManifestsTable {
   id: string;
   manifest: Uint8Array;
+  /**
+   * The manifest's objects no probe found when it was checked (DeploySession.unconfirmed),
+   * their 32-byte digests one after another; null where not known (a session open when
+   * migration 009 added the column).
+   */
+  unconfirmed: Uint8Array | null;
 }
 
 export interface Schema {

@@ -1,5 +1,6 @@
 import type { ServiceIdentifier } from 'inversify';
 import type { HeldManifest } from '../../domain/deploy-session.js';
+import type { Digest } from '../../domain/manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
@@ -18,6 +19,12 @@ export interface DeploySession {
   readonly keyId: string | undefined;
   /** Its manifest, checked when it opened (or was revised). */
   readonly manifest: HeldManifest;
+  /**
+   * The manifest's objects no probe found when it was checked, so no size of theirs was
+   * held against the manifest's: the publish confirms them before it builds anything.
+   * Undefined where that is not known (a session kept before these were): all its objects.
+   */
+  readonly unconfirmed: readonly Digest[] | undefined;
   readonly createdAt: Date;
   readonly expiresAt: Date;
 }
@@ -25,7 +32,7 @@ export interface DeploySession {
 export type NewDeploySession = Omit<DeploySession, 'id'>;
 
 /** A session without its manifest: what listing one, or judging whether another supersedes it, needs. */
-export type DeploySessionSummary = Omit<DeploySession, 'manifest'>;
+export type DeploySessionSummary = Omit<DeploySession, 'manifest' | 'unconfirmed'>;
 
 export interface DeploySessions {
   /**
@@ -43,8 +50,8 @@ export interface DeploySessions {
    * not the user's own; returns their ids.
    */
   closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
-  /** Gives it the manifest its difference from the base made, and moves its expiry; false if it was not open and unexpired at `now`. */
-  replaceManifest(id: string, manifest: HeldManifest, expiresAt: Date, now: Date): Promise<boolean>;
+  /** Gives it the manifest its difference from the base made (and that manifest's unconfirmed objects), and moves its expiry; false if it was not open and unexpired at `now`. */
+  replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean>;
   /** Moves its expiry: every use of a session keeps it alive. */
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ends it; false if it was not open. */

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../support/service-harness.js';
+import { slowBatch } from '../support/slow-upload.js';
+import { file, tgz } from '../support/tar-builder.js';
+import { snapshot } from '../support/tree.js';
+import { sha256 } from '../support/sha256.js';
+
+/**
+ * The limits and the quota count a session's files at the sizes its manifest gives. An
+ * object no probe found when the manifest was checked may come later, by an upload or by
+ * another deploy: the publish holds its size against the manifest's before it builds.
+ */
+describe("a manifest's sizes are its objects' own, at the publish too (real server, real directories, real SQLite)", () => {
+  let h: Harness;
+  let token: string;
+  const LIMIT = 100_000;
+
+  const open = (files: unknown) => h.call('POST', '/api/v1/deploys', { token, json: { project: 'site', files } });
+  const publish = (id: string) => h.call('POST', `/api/v1/deploys/${id}/publish`, { token });
+  /** Ten files of `bytes`, each said to be `size` bytes: ten times the bytes unless it is their own. */
+  const tenOf = (bytes: Buffer, size: number) => Array.from({ length: 10 }, (_, i) => ({ path: `f${i}.bin`, size, digest: sha256(bytes) }));
+  const releases = () => readdir(join(h.deploysRoot, 'sizes', 'site')).catch(() => []);
+
+  beforeAll(async () => {
+    h = await startHarness({ MAX_EXTRACTED_BYTES: String(LIMIT), MAX_FILES: '50' });
+    token = await h.createUser('sizes');
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('an object missing at the open and stored since by a tarball deploy, at another size than the manifest says: 400, nothing changed', async () => {
+    const big = randomBytes(90_000);
+    const opened = await open(tenOf(big, 1));
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    expect(opened.body).toMatchObject({ bytes: 10, missing: [sha256(big)] });
+    expect((await h.deploy(token, 'other', tgz([file('big.bin', big)]))).status).toBe(200);
+    await h.settled();
+    const before = await snapshot(h.root);
+
+    const reply = await publish(opened.body.id as string);
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe(`invalid manifest: size does not match the object's: ${sha256(big)} is not 1 bytes`);
+    expect(await snapshot(h.root)).toEqual(before);
+    expect(await releases()).toEqual([]);
+  });
+
+  it('the same object at its own size is taken from the store at the publish, uploaded by no one', async () => {
+    const small = randomBytes(5_000);
+    const opened = await open(tenOf(small, small.length));
+    expect(opened.body).toMatchObject({ missing: [sha256(small)] });
+    expect((await h.deploy(token, 'other', tgz([file('small.bin', small)]))).status).toBe(200);
+
+    const reply = await publish(opened.body.id as string);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    const live = join(h.deploysRoot, 'sizes', 'site', reply.body.release as string);
+    for (let i = 0; i < 10; i += 1) expect((await stat(join(live, `f${i}.bin`))).size).toBe(small.length);
+  });
+
+  it('a manifest changed while an upload of the object at its true size still arrives: the publish asks for it again, and publishes nothing', async () => {
+    const big = randomBytes(90_000);
+    const opened = await open([{ path: 'big.bin', size: big.length, digest: sha256(big) }]);
+    const id = opened.body.id as string;
+    const batch = tgz([file(sha256(big), big)]);
+    const upload = slowBatch(h.url, token, id, batch, batch.length - 200);
+    // The upload is under way, its bytes not yet kept: the session has no uploads to refuse a new manifest for.
+    const revised = await h.call('PUT', `/api/v1/deploys/${id}/manifest`, { token, json: { files: tenOf(big, 1) } });
+    upload.finish();
+    expect((await upload.response).status).toBe(200);
+    expect(revised.status, JSON.stringify(revised.body)).toBe(200);
+    expect(revised.body).toMatchObject({ bytes: 10 });
+    await h.settled();
+    const before = await snapshot(h.root);
+
+    const reply = await publish(id);
+    expect(reply.status).toBe(409);
+    expect(reply.body).toMatchObject({ error: 'objects missing', missing: [sha256(big)] });
+    expect(await snapshot(h.root)).toEqual(before);
+    // Sent at the size the manifest now says, it is refused: no size but its own hashes to its name.
+    const lie = await h.call('PUT', `/api/v1/deploys/${id}/objects`, { token, body: tgz([file(sha256(big), big.subarray(0, 1))]), headers: { 'content-type': 'application/gzip' } });
+    expect(lie.status).toBe(400);
+    const releasesBefore = await releases();
+    expect((await publish(id)).status).toBe(409);
+    expect(await releases()).toEqual(releasesBefore);
+  });
+});
