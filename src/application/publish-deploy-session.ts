@@ -30,6 +30,16 @@ export class PublishDeploySession {
   ) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<Deployed> {
+    try {
+      return await this.publish(input);
+    } catch (error) {
+      // Cancelled meanwhile, its uploads with it: the session is gone, not short of objects.
+      if (error instanceof ObjectsMissing && !(await this.sessions.stillOpen([input.id])).has(input.id)) throw new DeploySessionNotFound();
+      throw error;
+    }
+  }
+
+  private async publish(input: { user: Username; token: string; id: string }): Promise<Deployed> {
     const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id, (found, files) => this.confirmSizes(found, files));
     const started = this.clock.now().getTime();
     const scope = objectScope(session.keyId, session.project);

@@ -11,7 +11,7 @@ import { PublishRelease } from '../../src/application/publish-release.js';
 import { RevokeDeployKey } from '../../src/application/revoke-deploy-key.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { SUPERSEDE_AFTER_IDLE_SECONDS } from '../../src/domain/deploy-session.js';
-import { Unauthorized } from '../../src/domain/errors.js';
+import { DeploySessionNotFound, ManifestRejected, Unauthorized } from '../../src/domain/errors.js';
 import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
 import type { Token } from '../../src/domain/token.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
@@ -168,5 +168,29 @@ describe("sessions closed by others: superseded, their key revoked, their key's 
     await w.deleteProject.execute(alice, 'docs');
     expect(await w.sessions.stillOpen([keyed.session.id, own.session.id])).toEqual(new Set([own.session.id]));
     expect(w.disk.staging.preparedSessions()).not.toContain(keyed.session.id);
+  });
+});
+
+describe('the publish judges what came since the manifest was checked', () => {
+  it('an object missing at the open, stored since at another size than the manifest says, is a lie: refused, nothing published', async () => {
+    const w = await world();
+    const opened = await w.open([fileOf('a', 'one'), { path: 'b', size: 1, digest: sha256('arrives later') }]);
+    expect(opened.missing).toEqual([sha256('arrives later')]);
+    w.disk.storeOf(alice).set(sha256('arrives later'), 'arrives later');
+    await expect(w.publish(opened.session.id)).rejects.toThrow(ManifestRejected);
+    expect(await w.sessions.stillOpen([opened.session.id])).toEqual(new Set([opened.session.id]));
+  });
+
+  it('a session cancelled while it publishes, its uploads gone with it, is not found rather than short of objects', async () => {
+    const w = await world();
+    const opened = await w.open([fileOf('a', 'one'), fileOf('b', 'uploaded')]);
+    const id = opened.session.id;
+    w.disk.uploads.set(id, new Map([[sha256('uploaded'), 'uploaded']]));
+    const missing = w.disk.objects.missing.bind(w.disk.objects);
+    w.disk.objects.missing = async (...args) => {
+      await w.cancel(id);
+      return missing(...args);
+    };
+    await expect(w.publish(id)).rejects.toThrow(DeploySessionNotFound);
   });
 });
