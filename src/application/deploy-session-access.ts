@@ -50,33 +50,40 @@ export class DeploySessionAccess {
   }
 
   /**
-   * As `use`, with the session's manifest: found, and judged by `accept` if given, before
-   * the session is kept alive, so that a base gone meanwhile, or a request refused, changes nothing.
+   * As `use`, with the session's manifest: found, and judged by `judge` if given, before
+   * anything records the request (a key's last use, the session's expiry), so that a base
+   * gone meanwhile, or a request refused, changes nothing.
    */
   async useWithManifest(
     user: Username,
     token: string,
     id: string,
-    accept?: (session: DeploySession, manifest: PackedManifest) => Promise<void>,
+    judge?: (session: DeploySession, manifest: PackedManifest) => Promise<void>,
   ): Promise<{ session: DeploySession; manifest: PackedManifest }> {
-    const session = await this.find(user, token, id);
-    const manifest = await this.manifest(session);
-    await accept?.(session, manifest);
+    let manifest: PackedManifest | undefined;
+    const session = await this.find(user, token, id, async (found) => {
+      manifest = await this.manifest(found);
+      await judge?.(found, manifest);
+    });
     await this.keepAlive(id);
-    return { session, manifest };
+    return { session, manifest: manifest! };
   }
 
   private async keepAlive(id: string): Promise<void> {
     await this.sessions.extend(id, sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
   }
 
-  /** The session, as `use` finds it, without keeping it alive: the caller does that only once the request is taken. */
-  async find(user: Username, token: string, id: string): Promise<DeploySession> {
+  /**
+   * The session, as `use` finds it, without keeping it alive: the caller does that only
+   * once the request is taken. `judge`, the caller's own rule, runs before a key's use is recorded.
+   */
+  async find(user: Username, token: string, id: string, judge?: (session: DeploySession) => Promise<void>): Promise<DeploySession> {
     const session = await this.sessions.find(id);
     const now = this.clock.now();
     if (session === undefined || session.user !== user || isSessionExpired(session.expiresAt, now)) throw new DeploySessionNotFound();
-    await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview }, (deployer) => {
+    await assertStillAuthorised(this.tokens, this.keys, now, { user, token, project: session.project, preview: session.preview }, async (deployer) => {
       if (!mayUseSession(deployer.key?.id, session)) throw new DeploySessionNotFound();
+      await judge?.(session);
     });
     return session;
   }

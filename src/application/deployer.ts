@@ -56,10 +56,10 @@ export interface SignedDeploy {
  * with a new token). A key must also grant this project. A key's last use is an audit
  * trail: it moves here, once a request is judged whole (its preview known) and allowed.
  */
-export async function assertStillAuthorised(tokens: TokenStore, keys: DeployKeyStore, now: Date, deploy: SignedDeploy, judge?: (deployer: Deployer) => void): Promise<void> {
+export async function assertStillAuthorised(tokens: TokenStore, keys: DeployKeyStore, now: Date, deploy: SignedDeploy, judge?: (deployer: Deployer) => Promise<void>): Promise<void> {
   const deployer = await resolveDeployer(tokens, keys, now, deploy.token);
   if (deployer === undefined || deployer.user !== deploy.user || !mayDeploy(deployer, deploy.project, deploy.preview)) throw new Unauthorized();
   // The caller's own rule, before the use is recorded: a request it refuses changes nothing.
-  judge?.(deployer);
+  await judge?.(deployer);
   if (deployer.key && deploy.preview !== NOT_YET_KNOWN) await keys.touch(deployer.key.id, now);
 }

@@ -71,7 +71,8 @@ export class OpenDeploySession {
     const { maxPerSigner, ttlSeconds } = this.settings.sessions ?? DEFAULT_SESSION_SETTINGS;
     const now = this.clock.now();
     // First: a manifest that lies about the size of bytes the user's store holds is
-    // refused like any other, before a session exists (soughtObjects).
+    // refused like any other, before a session exists; what the probe did not find is
+    // kept as unconfirmed, for the publish to hold against the manifest.
     // A deploy key's session is answered from its project's content alone (domain: objectScope).
     const scope = objectScope(input.keyId, project);
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);

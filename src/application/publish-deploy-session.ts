@@ -12,11 +12,12 @@ import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js
 import { STAGING, type Staging } from './ports/staging.js';
 
 /**
- * The last step of an incremental deploy: the release is built from the user's store (a
- * deploy key's: its project's content, whatever the open found) and the session's
- * uploads (ObjectsMissing if some object is in neither: the client
- * uploads it and publishes again), then published as any deploy is, and the session
- * ends. Two publishes of one session publish once: the second finds it closed.
+ * The last step of an incremental deploy: the sizes of the objects no probe saw when the
+ * manifest was checked are held against it (confirmSizes); the release is built from the
+ * user's store (a deploy key's: its project's content, whatever the open found) and the
+ * session's uploads (ObjectsMissing if some object is in neither: the client uploads it
+ * and publishes again), then published as any deploy is, and the session ends. Two
+ * publishes of one session publish once: the second finds it closed.
  */
 @injectable()
 export class PublishDeploySession {
@@ -70,8 +71,10 @@ export class PublishDeploySession {
    * an object's name fixes its bytes.
    */
   private async confirmSizes(session: DeploySession, manifest: PackedManifest): Promise<void> {
-    const unconfirmed = new Map(session.unconfirmed === undefined ? manifest.objects() : session.unconfirmed.flatMap((digest) => sizeIn(manifest, digest)));
-    if (unconfirmed.size === 0) return;
+    // Not known (a session open across the upgrade that began keeping them): every object.
+    const listed = session.unconfirmed === undefined ? [...manifest.objects()] : session.unconfirmed.flatMap((digest) => sizeIn(manifest, digest));
+    if (listed.length === 0) return;
+    const unconfirmed = new Map(listed);
     const missing = await this.objects.missing(session.user, session.id, unconfirmed, objectScope(session.keyId, session.project));
     if (missing.length > 0) throw new ObjectsMissing(missing);
   }

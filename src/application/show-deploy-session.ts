@@ -8,7 +8,11 @@ export class ShowDeploySession {
   constructor(@inject(DeploySessionAccess) private readonly access: DeploySessionAccess) {}
 
   async execute(input: { user: Username; token: string; id: string }): Promise<SessionState> {
-    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
-    return this.access.state(session, manifest);
+    // Worked out before the session is kept alive: a manifest found lying (an object stored since at another size) changes nothing.
+    let state: SessionState | undefined;
+    await this.access.useWithManifest(input.user, input.token, input.id, async (session, manifest) => {
+      state = await this.access.state(session, manifest);
+    });
+    return state!;
   }
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { NodeReleaseStore } from '../../src/adapters/fs/publish/node-release-store.js';
 import { ArchiveExtractor } from '../../src/adapters/fs/threads/archive-extractor.js';
-import { isWhole, KEPT_MANIFESTS, parseKeptHead, readRecords, WRITTEN_RECORDS } from '../../src/adapters/fs/store/kept-manifest-file.js';
+import { isWhole, KEPT_MANIFESTS, PACKED_FORMAT, parseKeptHead, readRecords, RECORDS_FORMAT, WRITTEN_RECORDS } from '../../src/adapters/fs/store/kept-manifest-file.js';
 import { originOf } from '../../src/adapters/fs/layout/directory-origin.js';
 import { ManifestRecords } from '../../src/adapters/fs/write/manifest-records.js';
 import { KeptManifests } from '../../src/adapters/fs/store/kept-manifests.js';
@@ -80,8 +80,22 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
     expect(read.canonicalDigest()).toBe(digest);
   }));
 
+  it('walks a release whose packed manifest an older version kept (format 1, before the publish confirmed sizes), and keeps it anew', () => within(async (d) => {
+    await assembled(d, R1);
+    const path = join(d.deploysRoot, alice, KEPT_MANIFESTS, docs);
+    const bytes = await readFile(path);
+    const found = parseKeptHead(bytes)!;
+    expect(found.head.format).toBe(PACKED_FORMAT);
+    await writeFile(path, Buffer.concat([Buffer.from(`${JSON.stringify({ ...found.head, format: 1 })}\n`), bytes.subarray(found.length)]));
+    const { store, walks } = restarted(d);
+    expect((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles().length).toBeGreaterThan(0);
+    expect(walks).toHaveBeenCalledTimes(1);
+    await d.kept.idle();
+    expect(parseKeptHead(await readFile(path))?.head.format).toBe(PACKED_FORMAT);
+  }));
+
   it('takes no head whose digest is not a string', () => {
-    const head = { format: 1, origin: 'o', release: R1, sha256: 'a'.repeat(64) };
+    const head = { format: PACKED_FORMAT, origin: 'o', release: R1, sha256: 'a'.repeat(64) };
     const line = (value: object) => Buffer.from(`${JSON.stringify(value)}\n`);
     expect(parseKeptHead(line({ ...head, digest: 'b'.repeat(64) }))?.head.digest).toBe('b'.repeat(64));
     expect(parseKeptHead(line(head))?.head.digest).toBeUndefined();
@@ -250,14 +264,14 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
     it('is kept beside it as records, read after a restart without waiting for its adoption, then kept packed', () => within(async (d) => {
       await d.store.commit(await d.staging.stage(alice, site(), LIMITS, going()), alice, docs, R1);
       await d.kept.idle();
-      expect((await headOf(d)).format).toBe(2);
+      expect((await headOf(d)).format).toBe(RECORDS_FORMAT);
       const { store, walks } = restarted(d);
       const settled = vi.spyOn(d.adoptions, 'settled');
       expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
       expect(walks).toHaveBeenCalledWith(join(d.deploysRoot, alice, docs, R1), join(d.deploysRoot, alice, '.objects'), join(d.deploysRoot, alice, KEPT_MANIFESTS, docs));
       expect(settled).not.toHaveBeenCalled();
       await d.kept.idle();
-      expect((await headOf(d)).format).toBe(1);
+      expect((await headOf(d)).format).toBe(PACKED_FORMAT);
       // What the records gave is what a walk of the release finds.
       await d.settle();
       const walked = await d.tasks.releaseManifest(join(d.deploysRoot, alice, docs, R1), join(d.deploysRoot, alice, '.objects'));
@@ -306,7 +320,7 @@ describe("a release's manifest kept on disk (real directories, a restart as a st
       const { store } = restarted(d);
       expect(byPath((await store.releasePackedManifest(alice, docs, R1))?.manifestFiles())).toEqual(expected);
       await d.kept.idle();
-      expect((await headOf(d)).format).toBe(1);
+      expect((await headOf(d)).format).toBe(PACKED_FORMAT);
     }));
 
     it('are not kept for a refused archive, nor for another release of the same project made under its id', () => within(async (d) => {

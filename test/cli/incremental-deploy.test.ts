@@ -264,7 +264,7 @@ describe('sitedrop deploy <folder>: only what the server lacks (the built CLI, a
     const mark = proxy.seen.length;
     const r = await sitedrop(['deploy', root, '--project', 'lossy', '--json']);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain('the server no longer has 1 of the files it had; sending them and publishing again\n');
+    expect(r.stderr).toContain('the server is missing 1 of the files at the publish; sending them and publishing again\n');
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'ok', mode: 'incremental', sentFiles: 2, sentBytes: 7 + 23, skippedFiles: 6 });
     expect(since(mark).map((e) => `${e.method} ${e.path.replace(/[0-9a-f]{32}/, '<id>')} ${e.status}`)).toEqual([
       'POST /api/v1/deploys 201',

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/adapters/db/database.js';
 import { startHarness, type Harness } from '../support/service-harness.js';
 import { slowBatch } from '../support/slow-upload.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -41,11 +42,45 @@ describe("a manifest's sizes are its objects' own, at the publish too (real serv
     await h.settled();
     const before = await snapshot(h.root);
 
+    const lie = `invalid manifest: size does not match the object's: ${sha256(big)} is not 1 bytes`;
+    // Asked what it lacks, the session is refused as its publish is, and kept alive by neither.
+    expect(await h.call('GET', `/api/v1/deploys/${String(opened.body.id)}`, { token })).toMatchObject({ status: 400, body: { error: lie } });
     const reply = await publish(opened.body.id as string);
     expect(reply.status).toBe(400);
-    expect(reply.body.error).toBe(`invalid manifest: size does not match the object's: ${sha256(big)} is not 1 bytes`);
+    expect(reply.body.error).toBe(lie);
     expect(await snapshot(h.root)).toEqual(before);
     expect(await releases()).toEqual([]);
+  });
+
+  it("a deploy key's session refused so records nothing of the key: its last use stays as it was", async () => {
+    const made = await h.call('POST', '/api/v1/projects/site/keys', { token, json: { name: 'ci', scope: 'deploy' } });
+    const key = made.body.token as string;
+    const lastUsed = async () => ((await h.call('GET', '/api/v1/projects/site/keys', { token })).body.keys as { id: string; lastUsedAt: string | null }[]).find((k) => k.id === made.body.id)!.lastUsedAt;
+    const big = randomBytes(90_000);
+    const opened = await h.call('POST', '/api/v1/deploys', { token: key, json: { project: 'site', files: tenOf(big, 1) } });
+    expect(opened.body).toMatchObject({ missing: [sha256(big)] });
+    // Stored in the project's own release, so the key's session may draw on it.
+    expect((await h.deploy(key, 'site', tgz([file('big.bin', big)]))).status).toBe(200);
+    await h.settled();
+    const used = await lastUsed();
+    const before = await snapshot(h.root);
+    expect((await h.call('POST', `/api/v1/deploys/${String(opened.body.id)}/publish`, { token: key })).status).toBe(400);
+    expect(await lastUsed()).toBe(used);
+    expect(await snapshot(h.root)).toEqual(before);
+  });
+
+  it('a session open across the upgrade that began keeping unconfirmed objects (none kept) has every object confirmed', async () => {
+    const big = randomBytes(90_000);
+    const opened = await open(tenOf(big, 1));
+    const db = await openDatabase(`sqlite:${join(h.root, 'sitedrop.db')}`);
+    try {
+      await db.updateTable('deploy_session_manifests').set({ unconfirmed: null }).where('id', '=', opened.body.id as string).execute();
+    } finally {
+      await db.destroy();
+    }
+    expect((await h.deploy(token, 'other', tgz([file('big.bin', big)]))).status).toBe(200);
+    const reply = await publish(opened.body.id as string);
+    expect(reply).toMatchObject({ status: 400, body: { error: `invalid manifest: size does not match the object's: ${sha256(big)} is not 1 bytes` } });
   });
 
   it('the same object at its own size is taken from the store at the publish, uploaded by no one', async () => {

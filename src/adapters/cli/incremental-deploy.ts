@@ -245,7 +245,7 @@ export async function deployIncrementally(
         }
         const lost = error instanceof ServerError && error.status === 409 && Array.isArray(error.body.missing) ? (error.body.missing as string[]) : [];
         if (lost.length === 0 || attempt === PUBLISH_ATTEMPTS) throw error;
-        conversation.notice(`the server no longer has ${lost.length} of the files it had; sending them and publishing again`);
+        conversation.notice(`the server is missing ${lost.length} of the files at the publish; sending them and publishing again`);
         missing = lost;
       }
     }

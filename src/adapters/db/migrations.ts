@@ -108,14 +108,14 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   // sessions open at the upgrade: not known, so their publish confirms every object.
   '2026-12-22-009-unconfirmed-session-objects': {
     async up(db: Kysely<unknown>) {
-      const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+      const binary = binaryType(db);
       await db.schema.alterTable('deploy_session_manifests').addColumn('unconfirmed', binary).execute();
     },
   },
 };
 
 async function separateSessionManifests(db: Kysely<unknown>): Promise<void> {
-  const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+  const binary = binaryType(db);
   await db.schema
     .createTable('deploy_session_manifests')
     .addColumn('id', 'char(32)', (c) => c.primaryKey().references('deploy_sessions.id').onDelete('cascade'))
@@ -128,7 +128,7 @@ async function separateSessionManifests(db: Kysely<unknown>): Promise<void> {
 }
 
 async function packSessionManifests(db: Kysely<unknown>): Promise<void> {
-  const binary = db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+  const binary = binaryType(db);
   await db.schema.alterTable('deploy_sessions').addColumn('manifest', binary).execute();
   const sessions = db as Kysely<{ deploy_sessions: { id: string; files: string; manifest: Uint8Array | null } }>;
   for (const { id } of await sessions.selectFrom('deploy_sessions').select('id').execute()) {
@@ -147,4 +147,9 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
     const message = (error as Error).message ?? String(error);
     throw new Error(failed ? `migration ${failed} failed: ${message}` : message, { cause: error });
   }
+}
+
+/** A column of bytes: PostgreSQL's bytea, SQLite's blob. */
+function binaryType(db: Kysely<unknown>): 'bytea' | 'blob' {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
 }

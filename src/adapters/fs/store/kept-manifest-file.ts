@@ -8,7 +8,7 @@ import type { Digest, ManifestFile } from '../../../domain/manifest.js';
  * releases, which no web server configuration serves beyond. A head line, then the
  * manifest in one of two forms:
  *
- *   {"format":1,"origin":…,"release":…,"sha256":…,"digest":…}\n  packed (packed-manifest.ts), as the main thread keeps it
+ *   {"format":3,"origin":…,"release":…,"sha256":…,"digest":…}\n  packed (packed-manifest.ts), as the main thread keeps it
  *   {"format":2,"origin":…,"sha256":…}   …   \n       records, as the writer writes a tarball's files
  *
  * A record is a file in the order the archive had it: digest (32 bytes), size (f64),
@@ -25,7 +25,11 @@ import type { Digest, ManifestFile } from '../../../domain/manifest.js';
 export const KEPT_MANIFESTS = '.manifests';
 /** Where a tarball job's writer leaves its records, in the job's own directory beside its staging area (StagingObjects.fresh). */
 export const WRITTEN_RECORDS = 'manifest';
-export const PACKED_FORMAT = 1;
+/**
+ * 3, not 1: a release published before a session's publish confirmed the sizes no probe
+ * had seen may have kept sizes its files do not have; format 1 is walked instead, once.
+ */
+export const PACKED_FORMAT = 3;
 export const RECORDS_FORMAT = 2;
 /** The writer's head, padded with spaces to this length with its line break. */
 export const RECORDS_HEAD_BYTES = 512;
