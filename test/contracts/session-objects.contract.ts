@@ -47,6 +47,13 @@ export function sessionObjectsContract(name: string, open: () => Promise<Deploys
       expect(await d.objects.sessionsWithUploads()).toEqual([S1]);
     }));
 
+    it('counts an upload held at another size than now asked as missing, not as a lie: it was taken at the size asked then', over(open, async (d) => {
+      await d.objects.receive(alice, S1, d.batch([[digestOf('taken'), 'taken']]), expecting(objectsOf('taken')), going());
+      const other = new Map([[digestOf('taken'), 1]]);
+      expect(await d.objects.missing(alice, S1, other)).toEqual(digests('taken'));
+      expect(await d.objects.missing(alice, S1, other, { project: docs })).toEqual(digests('taken'));
+    }));
+
     it("refuses a batch holding an object whose bytes are not its name, keeping none of the batch's", over(open, async (d) => {
       const wanted = objectsOf('a', 'b');
       const lying = d.batch([[digestOf('a'), 'a'], [digestOf('b'), 'c']]);

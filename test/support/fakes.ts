@@ -341,9 +341,12 @@ export class InMemorySessionObjects implements SessionObjects {
     const uploads = session === undefined ? undefined : this.disk.uploads.get(session);
     const missing: Digest[] = [];
     for (const [digest, size] of objects) {
-      const held = (ours === undefined || ours.has(digest) ? store.get(digest) : undefined) ?? uploads?.get(digest);
-      if (held === undefined) missing.push(digest);
-      else if (Buffer.byteLength(held) !== size) throw new ManifestRejected(`size does not match the object's: ${digest} is not ${size} bytes`);
+      // An upload was taken at the size asked then: at another now, it is asked for again, not held against the manifest.
+      const uploaded = uploads?.get(digest);
+      if (uploaded !== undefined && Buffer.byteLength(uploaded) === size) continue;
+      const stored = ours === undefined || ours.has(digest) ? store.get(digest) : undefined;
+      if (stored === undefined) missing.push(digest);
+      else if (Buffer.byteLength(stored) !== size) throw new ManifestRejected(`size does not match the object's: ${digest} is not ${size} bytes`);
     }
     return missing;
   }
