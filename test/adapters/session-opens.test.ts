@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { ClientGone, ServiceStopping, TooManyDeploys } from '../../src/adapters/http/http-errors.js';
-import { SessionOpens, type EndTurn } from '../../src/adapters/http/session-opens.js';
+import { SessionOpens, type Turn } from '../../src/adapters/http/session-opens.js';
 
 /** A response whose client is still there until `hangUp`. */
 function response(): ServerResponse & { hangUp(): void } {
@@ -17,11 +17,11 @@ function response(): ServerResponse & { hangUp(): void } {
 
 /** A turn asked for, and what has become of it so far. */
 function ask(opens: SessionOpens, user: string, order: string[] = [], res = response()) {
-  const asked = { state: 'waiting' as 'waiting' | 'reading' | Error, end: undefined as EndTurn | undefined, res };
+  const asked = { state: 'waiting' as 'waiting' | 'reading' | Error, end: undefined as Turn['end'] | undefined, res };
   const done = opens.turn(user, res).then(
-    (end) => {
+    (turn) => {
       asked.state = 'reading';
-      asked.end = end;
+      asked.end = turn.end;
       order.push(user);
     },
     (error: Error) => (asked.state = error),
@@ -96,6 +96,20 @@ describe('SessionOpens, turns to read a manifest', () => {
     // The one reading keeps its turn to the end.
     expect(stays.state).toBe('reading');
     stays.end!(0);
+  });
+
+  it("takes a quiet reader's turn back for an open that waits, and gives it to that open once it ends", async () => {
+    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const turn = await opens.turn('slow', response());
+    turn.slot.quiet(true);
+    expect(turn.slot.revoked.aborted).toBe(false);
+    const waiting = ask(opens, 'other');
+    await tick();
+    expect(turn.slot.revoked.aborted).toBe(true);
+    expect(waiting.state).toBe('waiting');
+    turn.end(0);
+    await waiting.done;
+    expect(waiting.state).toBe('reading');
   });
 
   it('refuses a client already gone rather than queueing it', async () => {

@@ -26,6 +26,7 @@ import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeplo
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowBatch, slowUpload, steadyUpload, type SlowUpload } from '../support/slow-upload.js';
+import { streamedRequest } from '../support/raw-http.js';
 import { until } from '../support/until.js';
 import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -331,6 +332,40 @@ describe('a slot belongs to an upload that moves (child service, DEPLOYS_MAX_CON
     expect(await published('steady', 400)).toBe('steady');
     expect((await next).status).toBe(200);
     expect(await published('next', 20)).toBe('next');
+  }, 60_000);
+
+  it('an upload that is never silent but hardly sends (2 KiB/s) loses its slot to a deploy that waits, whoever\'s: 408, too slow', async () => {
+    const trickle = steadyUpload(s.child.url, token, 'trickle', versionedSite('trickle', 300, 256), 2 * 1024);
+    await until(() => s.staging().length === 1, 'the trickle to unpack');
+    const other = await createUser(s.child.url, 'other');
+    const next = deploy(s.child.url, other, 'next', versionedSite('next', 20));
+    const answer = await trickle.response;
+    expect(answer.status).toBe(408);
+    expect(answer.body.error).toMatch(/^upload too slow: [0-9]+ bytes in 2 s while another deploy waited$/);
+    expect((await next).status).toBe(200);
+    await expect(readdir(join(s.dataDir, 'deploys/shared/trickle'))).rejects.toThrow(/ENOENT/);
+  }, 60_000);
+
+  it("a manifest sent a few bytes at a time (never silent) loses its turn to another user's open that waits: 408, too slow", async () => {
+    const files = [{ path: 'index.html', size: 5, digest: sha256('hello') }];
+    const body = Buffer.from(JSON.stringify({ project: 'slow', files }));
+    const slow = streamedRequest(s.child.url, { method: 'POST', path: '/api/v1/deploys', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(body.length) } });
+    let at = 0;
+    const drip = setInterval(() => {
+      if (at < body.length - 1) slow.req.write(body.subarray(at, (at += 1)));
+    }, 200);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const other = await createUser(s.child.url, 'opener');
+      const opened = fetch(`${s.child.url}/api/v1/deploys`, { method: 'POST', headers: { authorization: `Bearer ${other}` }, body: JSON.stringify({ project: 'fast', files }) });
+      const refused = await slow.reply;
+      expect(refused.status).toBe(408);
+      expect(refused.body.error).toMatch(/^upload too slow: [0-9]+ bytes in 2 s while another deploy waited$/);
+      expect((await opened).status).toBe(201);
+    } finally {
+      clearInterval(drip);
+      slow.req.destroy();
+    }
   }, 60_000);
 
   it('a stalled upload with nobody waiting keeps its slot until UPLOAD_IDLE_SECONDS; past UPLOAD_STALL_SECONDS it loses it to the first deploy that comes', async () => {

@@ -51,8 +51,9 @@ export class ServiceStopping extends define(503, 'service is shutting down, retr
 export class UploadStalled extends HttpError {
   readonly status = 408;
   readonly publicMessage: string;
-  constructor(idleSeconds: number) {
-    const message = `upload stalled: no data received for ${idleSeconds} s`;
+  /** `bytes`: what the last span of `seconds` brought, where it was some but too few (upload-body.ts, MOVING_BYTES_PER_SECOND). */
+  constructor(seconds: number, bytes?: number) {
+    const message = bytes ? `upload too slow: ${bytes} bytes in ${seconds} s while another deploy waited` : `upload stalled: no data received for ${seconds} s`;
     super(message);
     this.publicMessage = message;
   }

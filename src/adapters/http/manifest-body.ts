@@ -7,7 +7,7 @@ import { bodyCoding, gzipFailure } from './body-coding.js';
 import { InvalidRequestBody, UploadTooLarge } from './http-errors.js';
 import { JsonTokens, type JsonEvents } from './json-tokens.js';
 import { optionalString } from './request-body.js';
-import { NO_SLOT, watchUpload, type UploadLimits } from './upload-body.js';
+import { NO_SLOT, watchUpload, type UploadLimits, type UploadSlot } from './upload-body.js';
 
 /** What POST /api/v1/deploys's body holds besides the manifest's entries. */
 export interface ManifestFields {
@@ -158,9 +158,17 @@ class ManifestEvents implements JsonEvents {
  * soon as it is whole. A body is refused at its first entry over a limit, having read no
  * further, and nothing of it is held but what the reader keeps. `limits.maxBytes` caps
  * its bytes both as sent and as inflated (413); a client silent for `idleSeconds` has
- * stalled (408). `read.inflated` counts the bytes read so far, whatever the outcome.
+ * stalled (408), and so has one that hardly sends for `stallSeconds` once its `turn` is
+ * taken back for an open that waits. `read.inflated` counts the bytes read so far,
+ * whatever the outcome.
  */
-export function readManifestBody(req: IncomingMessage, reader: ManifestReader, limits: Omit<UploadLimits, 'stallSeconds'>, read: { inflated: number } = { inflated: 0 }): Promise<ManifestFields> {
+export function readManifestBody(
+  req: IncomingMessage,
+  reader: ManifestReader,
+  limits: Omit<UploadLimits, 'stallSeconds'> & { readonly stallSeconds?: number },
+  read: { inflated: number } = { inflated: 0 },
+  turn: UploadSlot = NO_SLOT,
+): Promise<ManifestFields> {
   const gunzip = bodyCoding(req) === 'gzip' ? createGunzip() : undefined;
   const source: Readable = gunzip ?? req;
   const events = new ManifestEvents(reader);
@@ -183,8 +191,8 @@ export function readManifestBody(req: IncomingMessage, reader: ManifestReader, l
       } else req.pause();
       reject(error);
     };
-    // A manifest holds a turn of its own, not a deploy slot: silence means only UPLOAD_IDLE_SECONDS.
-    const watch = watchUpload(req, { ...limits, stallSeconds: 0 }, NO_SLOT, fail);
+    // Its turn (SessionOpens), not a deploy slot, is what a client that hardly sends loses to an open that waits.
+    const watch = watchUpload(req, { ...limits, stallSeconds: turn === NO_SLOT ? 0 : (limits.stallSeconds ?? 0) }, turn, fail);
     const onData = (chunk: Buffer): void => {
       read.inflated += chunk.length;
       try {

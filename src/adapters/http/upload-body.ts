@@ -18,19 +18,27 @@ export type UploadSlot = Pick<Slot, 'quiet' | 'revoked'>;
 export const NO_SLOT: UploadSlot = { quiet: () => undefined, revoked: new AbortController().signal };
 
 /**
+ * Bytes a second below which an upload is as good as stalled while another deploy waits
+ * for its slot: a byte every few seconds is never silent, and would hold a slot for ever.
+ * Any link a site is deployed over moves far more (docs/security.md).
+ */
+export const MOVING_BYTES_PER_SECOND = 8 * 1024;
+
+/**
  * Watches an upload's body as it streams: past `maxBytes` it is too large, a client
  * that hangs up is gone, and one silent for `idleSeconds` while the body is wanted has
- * stalled. Silent for `stallSeconds`, it tells `slot` it is quiet, and has stalled as
- * soon as the slot is taken back for a deploy that waits. Each failure calls `fail`
- * once; `stop` ends the watching.
+ * stalled. Sending fewer than MOVING_BYTES_PER_SECOND over a span of `stallSeconds`, it
+ * tells `slot` it is quiet, and has stalled as soon as the slot is taken back for a
+ * deploy that waits. Each failure calls `fail` once; `stop` ends the watching.
  */
 export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void } {
   const timers: NodeJS.Timeout[] = [];
   let stopped = false;
-  const onRevoked = (): void => failOnce(new UploadStalled(limits.stallSeconds));
+  const onRevoked = (): void => failOnce(new UploadStalled(limits.stallSeconds, slow));
   const stop = (): void => {
     stopped = true;
     for (const timer of timers) clearTimeout(timer);
+    clearInterval(spans);
     slot.revoked.removeEventListener('abort', onRevoked);
     slot.quiet(false);
   };
@@ -47,8 +55,23 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
   };
   afterSilence(limits.idleSeconds, () => failOnce(new UploadStalled(limits.idleSeconds)));
   afterSilence(limits.stallSeconds, () => slot.quiet(true));
+  // And each span of `stallSeconds` judges the bytes it brought, for a client that is never
+  // silent but hardly sends; a span the pipe paused is the unpacking's, not the client's.
+  const enough = limits.stallSeconds * MOVING_BYTES_PER_SECOND;
+  let spanBytes = 0;
+  let pausedInSpan = false;
+  /** What the last span brought, while that was too few: what a 408 for it says. */
+  let slow: number | undefined;
+  const spans = limits.stallSeconds > 0 ? setInterval(() => {
+    slow = pausedInSpan || req.isPaused() || spanBytes >= enough ? undefined : spanBytes;
+    if (slow !== undefined) slot.quiet(true);
+    spanBytes = 0;
+    pausedInSpan = false;
+  }, limits.stallSeconds * 1000) : undefined;
   const moving = (): void => {
     for (const timer of timers) timer.refresh();
+    if (slow !== undefined && spanBytes < enough) return;
+    slow = undefined;
     slot.quiet(false);
   };
   slot.revoked.addEventListener('abort', onRevoked, { once: true });
@@ -56,11 +79,16 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
   let received = 0;
   req.on('data', (chunk: Buffer) => {
     received += chunk.length;
+    spanBytes += chunk.length;
     if (received > limits.maxBytes) failOnce(new UploadTooLarge());
     if (!stopped) moving();
   });
+  req.on('pause', () => (pausedInSpan = true));
   req.on('resume', () => {
-    if (!stopped && !req.complete) moving();
+    if (stopped || req.complete) return;
+    pausedInSpan = true;
+    slow = undefined;
+    moving();
   });
   req.on('close', () => {
     if (stopped) return;

@@ -68,15 +68,15 @@ type SessionDeps = Pick<HttpDeps, 'settings' | 'useCases' | 'deploys' | 'slots' 
 async function inManifestTurn<T>(deps: SessionDeps, user: Username, req: Request, res: Response, reader: ManifestReader, use: (fields: ManifestFields) => Promise<T>): Promise<T> {
   const { settings } = deps;
   bodyCoding(req);
-  const limits = { maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds };
+  const limits = { maxBytes: settings.maxFiles * MANIFEST_BYTES_PER_FILE + 64 * 1024, idleSeconds: settings.uploadIdleSeconds, stallSeconds: settings.uploadStallSeconds };
   if ((declaredLength(req) ?? 0) > limits.maxBytes) throw new UploadTooLarge();
-  const endTurn = await deps.opens.turn(user, res);
+  const turn = await deps.opens.turn(user, res);
   const read = { inflated: 0 };
   try {
     continueIfExpected(req, res);
-    return await use(await readManifestBody(req, reader, limits, read));
+    return await use(await readManifestBody(req, reader, limits, read, turn.slot));
   } finally {
-    endTurn(read.inflated);
+    turn.end(read.inflated);
   }
 }
 
