@@ -1,5 +1,6 @@
 import { inject, injectable } from 'inversify';
 import { UserNotFound } from '../domain/errors.js';
+import { forgetClosedSessions } from './closed-sessions.js';
 import { Username } from '../domain/username.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
@@ -9,19 +10,20 @@ import { DOMAIN_STORE, type DomainStore } from './ports/domain-store.js';
 import { PREVIEW_LINKS, type PreviewLinks } from './ports/preview-links.js';
 import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
+import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
 import { TOKEN_STORE, type TokenStore } from './ports/token-store.js';
 import { WEB_SERVER, type WebServer } from './ports/web-server.js';
 
 export type FilesMode = 'persist' | 'delete';
 
 /**
- * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (and
- * what was prepared of their releases, ReleasePreparation); with files 'delete' also
- * its live links, previews and releases. The user lock waits for the user's running
- * deploys to publish, and those still waiting find the user gone, so no deploy writes
- * into a tree that is being removed. Sessions go because they are found by user name:
- * a user created again under that name must not inherit a session, or its uploads (the
- * sweep removes uploads whose session is gone).
+ * Deletes a user, its deploy keys, its custom domains and its open deploy sessions (their
+ * uploads, and what was prepared of their releases, ReleasePreparation); with files
+ * 'delete' also its live links, previews and releases. The user lock waits for the
+ * user's running deploys to publish, and those still waiting find the user gone, so no
+ * deploy writes into a tree that is being removed. Sessions go because they are found by
+ * user name: a user created again under that name must not inherit a session, or its
+ * uploads (one a session opened meanwhile left, the sweep removes: its session is gone).
  */
 @injectable()
 export class DeleteUser {
@@ -32,6 +34,7 @@ export class DeleteUser {
     @inject(DEPLOY_KEY_STORE) private readonly keys: DeployKeyStore,
     @inject(PREVIEW_LINKS) private readonly previews: PreviewLinks,
     @inject(DEPLOY_SESSIONS) private readonly sessions: DeploySessions,
+    @inject(SESSION_OBJECTS) private readonly objects: SessionObjects,
     @inject(RELEASE_PREPARATION) private readonly preparation: ReleasePreparation,
     @inject(WEB_SERVER) private readonly webServer: WebServer,
     @inject(DOMAIN_STORE) private readonly domains: DomainStore,
@@ -44,7 +47,10 @@ export class DeleteUser {
       // Keys first: should removing the user then fail, no key outlives it.
       await this.keys.removeUser(user);
       if (!(await this.tokens.remove(user))) throw new UserNotFound();
+      const open = (await this.sessions.listUser(user)).map((session) => session.id);
       await this.sessions.removeUser(user);
+      // Their uploads go now, whatever happens to the files: no one can reach them any more.
+      await forgetClosedSessions(this.objects, this.preparation, open);
       // Whatever happens to the files: a user created again under the name inherits no domain.
       await this.domainLinks.unlinkSites(user);
       await this.domains.removeUser(user);

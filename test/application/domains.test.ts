@@ -51,7 +51,7 @@ function world(max = 20) {
     remove: new RemoveDomain(store, links, lock),
     check: new CheckDomain(store, disk.store),
     deleteProject: new DeleteProject(disk.store, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), new InMemoryDeploySessions(), disk.objects, disk.staging, new InMemoryWebServer(), store, links),
-    deleteUser: new DeleteUser(tokens, disk.store, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), new InMemoryDeploySessions(), disk.staging, new InMemoryWebServer(), store, links),
+    deleteUser: new DeleteUser(tokens, disk.store, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), new InMemoryDeploySessions(), disk.objects, disk.staging, new InMemoryWebServer(), store, links),
     /** Publishes the claim's challenge and verifies it. */
     async claimAndVerify(user: Username, project: string, domain: string) {
       const claim = await w.add.execute(user, project, domain);

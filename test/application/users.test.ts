@@ -4,7 +4,7 @@ import { CreateOrRerollUser } from '../../src/application/create-or-reroll-user.
 import { DeleteUser } from '../../src/application/delete-user.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
 import { InvalidUsername, Unauthorized, UserNotFound } from '../../src/domain/errors.js';
-import { manifestOf } from '../../src/domain/manifest.js';
+import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
@@ -25,7 +25,7 @@ function world() {
     disk,
     lock,
     create: new CreateOrRerollUser(tokens, new SequenceTokenGenerator(), lock),
-    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.staging, new InMemoryWebServer(), new InMemoryDomainStore(), new InMemoryDomainLinks()),
+    remove: new DeleteUser(tokens, releases, lock, new InMemoryDeployKeyStore(), new InMemoryPreviewLinks(), sessions, disk.objects, disk.staging, new InMemoryWebServer(), new InMemoryDomainStore(), new InMemoryDomainLinks()),
     authenticate: new AuthenticateUser(tokens),
   };
 }
@@ -118,9 +118,11 @@ describe('DeleteUser', () => {
       const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, 8, new Date()))!;
       w.disk.staging.prepare('alice' as Username, mine);
       w.disk.staging.prepare('bob' as Username, theirs);
+      for (const id of [mine, theirs]) w.disk.uploads.set(id, new Map([['a'.repeat(64) as Digest, 'uploaded']]));
       await w.remove.execute({ username: 'alice', files });
       expect(await w.sessions.stillOpen([mine, theirs])).toEqual(new Set([theirs]));
       expect(w.disk.staging.preparedSessions()).toEqual([theirs]);
+      expect([...w.disk.uploads.keys()]).toEqual([theirs]);
     }
   });
 

@@ -412,7 +412,10 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       const opened = await open({ project: 'site', files: manifest(s) }, first);
       const id = opened.body.id as string;
       expect((await upload(id, objects(s, opened.body.missing as string[]), first)).status).toBe(200);
+      expect(await readdir(join(h.deploysRoot, '.sessions'))).toContain(id);
       expect((await h.call('DELETE', '/api/v1/auth', { token: ADMIN_TOKEN, json: { username: 'reborn', files: 'persist' } })).status).toBe(200);
+      // Its uploads went with it, not at the next sweep.
+      expect(await readdir(join(h.deploysRoot, '.sessions'))).not.toContain(id);
       const again = await h.createUser('reborn');
       for (const [method, path] of [
         ['GET', `/api/v1/deploys/${id}`],
