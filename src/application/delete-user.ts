@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { UserNotFound } from '../domain/errors.js';
-import { forgetClosedSessions } from './closed-sessions.js';
 import { Username } from '../domain/username.js';
+import { forgetClosedSessions } from './closed-sessions.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js';

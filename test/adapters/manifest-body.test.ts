@@ -42,7 +42,7 @@ const outcome = async (run: () => Promise<{ fields: unknown; result: unknown }>)
 const streamed = (chunks: readonly Buffer[], encoding?: string) =>
   outcome(async () => {
     const reader = new ManifestReader(limits);
-    const { project, preview, base } = await readManifestBody(request(chunks, encoding), reader, { maxBytes: 1 << 20, idleSeconds: 0 });
+    const { project, preview, base } = await readManifestBody(request(chunks, encoding), reader, { maxBytes: 1 << 20, idleSeconds: 0, stallSeconds: 0 });
     const result = base === undefined ? reader.whole() : [parseManifestBase(base), reader.changes()];
     return { fields: { project, preview }, result };
   });
@@ -133,7 +133,7 @@ describe('a manifest body read as it streams (manifest-body.ts)', () => {
     Object.assign(req, { headers: {}, complete: false });
     let asked = 0;
     req.on('data', () => (asked += 1));
-    const read = readManifestBody(req as unknown as IncomingMessage, reader, { maxBytes: 1 << 20, idleSeconds: 0 });
+    const read = readManifestBody(req as unknown as IncomingMessage, reader, { maxBytes: 1 << 20, idleSeconds: 0, stallSeconds: 0 });
     req.write(`{"project":"docs","files":[${over}`);
     await expect(read).rejects.toThrow(new ManifestRejected('more than 8 files and directories'));
     // The rest of the body, megabytes of it, is not the reader's concern: it was never asked for.
@@ -147,9 +147,9 @@ describe('a manifest body read as it streams (manifest-body.ts)', () => {
     const twice = `{"project":"docs","files":[${JSON.stringify(manifest)}],"files":[]}`;
     expect(await streamed([Buffer.from(twice)])).toEqual({ refused: 'invalid request body', kind: 'InvalidRequestBody' });
     const zipped = gzipSync(JSON.stringify({ project: 'docs', files: [manifest] }));
-    await expect(readManifestBody(request([zipped, Buffer.from('trailing')], 'gzip'), new ManifestReader(limits), { maxBytes: 1 << 20, idleSeconds: 0 })).rejects.toBeInstanceOf(BodyNotGzip);
+    await expect(readManifestBody(request([zipped, Buffer.from('trailing')], 'gzip'), new ManifestReader(limits), { maxBytes: 1 << 20, idleSeconds: 0, stallSeconds: 0 })).rejects.toBeInstanceOf(BodyNotGzip);
     // 20 bytes inflate to 1 MiB: the limit holds for what the body inflates to.
     const spaces = gzipSync(`{${' '.repeat(1 << 20)}}`);
-    await expect(readManifestBody(request([spaces], 'gzip'), new ManifestReader(limits), { maxBytes: 64 * 1024, idleSeconds: 0 })).rejects.toBeInstanceOf(UploadTooLarge);
+    await expect(readManifestBody(request([spaces], 'gzip'), new ManifestReader(limits), { maxBytes: 64 * 1024, idleSeconds: 0, stallSeconds: 0 })).rejects.toBeInstanceOf(UploadTooLarge);
   });
 });

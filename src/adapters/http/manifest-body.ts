@@ -165,7 +165,7 @@ class ManifestEvents implements JsonEvents {
 export function readManifestBody(
   req: IncomingMessage,
   reader: ManifestReader,
-  limits: Omit<UploadLimits, 'stallSeconds'> & { readonly stallSeconds?: number },
+  limits: UploadLimits,
   read: { inflated: number } = { inflated: 0 },
   turn: UploadSlot = NO_SLOT,
 ): Promise<ManifestFields> {
@@ -192,7 +192,7 @@ export function readManifestBody(
       reject(error);
     };
     // Its turn (SessionOpens), not a deploy slot, is what a client that hardly sends loses to an open that waits.
-    const watch = watchUpload(req, { ...limits, stallSeconds: turn === NO_SLOT ? 0 : (limits.stallSeconds ?? 0) }, turn, fail);
+    const watch = watchUpload(req, limits, turn, fail);
     const onData = (chunk: Buffer): void => {
       read.inflated += chunk.length;
       try {
