@@ -26,7 +26,7 @@ import { FixedClock, InMemoryDeployKeyStore, InMemoryPreviewLinks, InMemoryDeplo
 import { startChild, type Child } from '../support/child-service.js';
 import { releaseVersion, versionedSite } from '../support/sites.js';
 import { slowBatch, slowUpload, steadyUpload, type SlowUpload } from '../support/slow-upload.js';
-import { streamedRequest } from '../support/raw-http.js';
+import { multipart, streamedRequest } from '../support/raw-http.js';
 import { until } from '../support/until.js';
 import { sha256 } from '../support/sha256.js';
 import { file, tgz } from '../support/tar-builder.js';
@@ -470,4 +470,29 @@ describe('the idle and stall limits count only the time the service is asking fo
       ['site', 'other'].map((project) => [200, expect.objectContaining({ status: 'ok', project, username: 'slow' })]),
     );
   });
+});
+
+describe('a client that sends one burst a span (child service, DEPLOYS_MAX_CONCURRENT=1, UPLOAD_STALL_SECONDS=4)', () => {
+  it('is judged by the bytes, not let off by the moment the burst fills the pipe: it loses its slot to a deploy that waits', async () => {
+    const s = await service({ DEPLOYS_MAX_CONCURRENT: '1', UPLOAD_STALL_SECONDS: '4', UPLOAD_IDLE_SECONDS: '30' });
+    const [attacker, victim] = [await createUser(s.child.url, 'bursts'), await createUser(s.child.url, 'victim')];
+    // 20 KB every 4 s: 5 KB/s, under 8 KiB/s, each burst more than the pipe's 16 KiB buffer, so each pauses the request a moment.
+    const body = multipart('B0undary', [{ name: 'project', body: 'bursts' }, { name: 'file', filename: 'site.tgz', body: randomBytes(1_000_000) }]);
+    const slow = streamedRequest(s.child.url, { path: '/api/v1/deploy', headers: { authorization: `Bearer ${attacker}`, 'content-type': 'multipart/form-data; boundary=B0undary', 'content-length': String(body.length) } });
+    let at = 0;
+    const burst = () => slow.req.write(body.subarray(at, (at += 20_000)));
+    burst();
+    const bursts = setInterval(burst, 4000);
+    try {
+      await until(() => s.staging().length === 1, 'the bursts to unpack');
+      const next = await deploy(s.child.url, victim, 'next', versionedSite('next', 20));
+      expect(next.status).toBe(200);
+      const refused = await slow.reply;
+      expect(refused.status).toBe(408);
+      expect(refused.body.error).toMatch(/^upload too slow: [0-9]+ bytes in 4 s while another deploy waited$/);
+    } finally {
+      clearInterval(bursts);
+      slow.req.destroy();
+    }
+  }, 60_000);
 });

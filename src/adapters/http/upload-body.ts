@@ -56,18 +56,27 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
   afterSilence(limits.idleSeconds, () => failOnce(new UploadStalled(limits.idleSeconds)));
   afterSilence(limits.stallSeconds, () => slot.quiet(true));
   // And each span of `stallSeconds` judges the bytes it brought, for a client that is never
-  // silent but hardly sends; a span the pipe paused is the unpacking's, not the client's.
+  // silent but hardly sends. A span the pipe held the request paused for half of or more
+  // is the unpacking's, not the client's; a moment's pause (a burst filling the pipe's
+  // buffer, which a client can cause at will) excuses nothing.
+  const spanMs = limits.stallSeconds * 1000;
   const enough = limits.stallSeconds * MOVING_BYTES_PER_SECOND;
   let spanBytes = 0;
-  let pausedInSpan = false;
+  let pausedMs = 0;
+  let pausedAt: number | undefined;
   /** What the last span brought, while that was too few: what a 408 for it says. */
   let slow: number | undefined;
   const spans = limits.stallSeconds > 0 ? setInterval(() => {
-    slow = pausedInSpan || req.isPaused() || spanBytes >= enough ? undefined : spanBytes;
+    const now = performance.now();
+    if (pausedAt !== undefined) {
+      pausedMs += now - pausedAt;
+      pausedAt = now;
+    }
+    slow = pausedMs * 2 >= spanMs || spanBytes >= enough ? undefined : spanBytes;
     if (slow !== undefined) slot.quiet(true);
     spanBytes = 0;
-    pausedInSpan = false;
-  }, limits.stallSeconds * 1000) : undefined;
+    pausedMs = 0;
+  }, spanMs) : undefined;
   const moving = (): void => {
     for (const timer of timers) timer.refresh();
     if (slow !== undefined && spanBytes < enough) return;
@@ -83,12 +92,11 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
     if (received > limits.maxBytes) failOnce(new UploadTooLarge());
     if (!stopped) moving();
   });
-  req.on('pause', () => (pausedInSpan = true));
+  req.on('pause', () => (pausedAt ??= performance.now()));
   req.on('resume', () => {
-    if (stopped || req.complete) return;
-    pausedInSpan = true;
-    slow = undefined;
-    moving();
+    if (pausedAt !== undefined) pausedMs += performance.now() - pausedAt;
+    pausedAt = undefined;
+    if (!stopped && !req.complete) moving();
   });
   req.on('close', () => {
     if (stopped) return;
