@@ -2,6 +2,7 @@ import { inject, injectable } from 'inversify';
 import { holdsBase, isSessionExpired, mayUseSession, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
+import { uploadableObjects } from '../domain/object-batch.js';
 import type { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { assertStillAuthorised } from './deployer.js';
@@ -100,7 +101,27 @@ export class DeploySessionAccess {
 
   async state(session: DeploySession, manifest: PackedManifest): Promise<SessionState> {
     const scope = objectScope(session.keyId, session.project);
-    return stateOf(session, manifest, await this.objects.missing(session.user, session.id, new Map(manifest.objects()), scope));
+    const missing = await this.objects.missing(session.user, session.id, new Map(manifest.objects()), scope);
+    return stateOf(await this.mayUpload(session, manifest, missing), manifest, missing);
+  }
+
+  /**
+   * The session, able to upload `missing` too: objects found when its manifest was checked
+   * and lost since (a release pruned meanwhile took the last link to them) are asked of the
+   * client again, so they join what it may upload, and what the user's quota counts for it
+   * (UploadsOverQuota, changing nothing, when they would pass it). A session closed
+   * meanwhile is left to its caller's next step, which finds it gone.
+   */
+  async mayUpload(session: DeploySession, manifest: PackedManifest, missing: readonly Digest[]): Promise<DeploySession> {
+    if (session.unconfirmed === undefined) return session;
+    const known = new Set(session.unconfirmed);
+    const lost = missing.filter((digest) => !known.has(digest));
+    if (lost.length === 0) return session;
+    const unconfirmed = [...session.unconfirmed, ...lost];
+    const holding = { manifest, unconfirmed, uploadBytes: uploadableObjects(manifest, unconfirmed).objectBytes() };
+    const expiresAt = sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
+    await this.sessions.replaceManifest(session.id, holding, expiresAt, this.clock.now(), this.settings.userMaxBytes);
+    return { ...session, ...holding, expiresAt };
   }
 }
 

@@ -2,6 +2,7 @@ import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
 import { TooManyDeploySessions } from '../domain/errors.js';
 import { ManifestReader } from '../domain/manifest.js';
+import { uploadableObjects } from '../domain/object-batch.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
@@ -78,9 +79,11 @@ export class OpenDeploySession {
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
     const missing = await this.objects.missing(input.user, undefined, sought, scope);
     const expiresAt = sessionExpiry(now, ttlSeconds);
-    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, unconfirmed: missing, createdAt: now, expiresAt };
+    // What it may upload (what the probe did not find), which the user's quota counts from now.
+    const uploadBytes = uploadableObjects(packed, missing).objectBytes();
+    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, unconfirmed: missing, uploadBytes, createdAt: now, expiresAt };
     const superseded = await this.closeIdle(session, now, ttlSeconds);
-    const id = await this.sessions.open(session, maxPerSigner, now);
+    const id = await this.sessions.open(session, { maxPerSigner, userMaxBytes: this.settings.userMaxBytes }, now);
     if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);
     await this.unlessRevokedMeanwhile(session, input.token, id);
     // A redeploy: the release is mostly built while the changed objects upload. Not a

@@ -44,7 +44,11 @@ export class PublishDeploySession {
     const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id, (found, files) => this.confirmSizes(found, files));
     const started = this.clock.now().getTime();
     const scope = objectScope(session.keyId, session.project);
-    const staged = await this.staging.assemble(session.user, session.id, manifest, scope);
+    const staged = await this.staging.assemble(session.user, session.id, manifest, scope).catch(async (error: unknown) => {
+      // The client is told to upload them: they must be among what it may.
+      if (error instanceof ObjectsMissing) await this.access.mayUpload(session, manifest, error.digests as Digest[]);
+      throw error;
+    });
     const deployed = await this.publisher.execute({
       user: session.user,
       token: input.token,

@@ -1,4 +1,5 @@
 import { inject, injectable } from 'inversify';
+import { uploadableObjects } from '../domain/object-batch.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess } from './deploy-session-access.js';
 import type { DeploySession } from './ports/deploy-sessions.js';
@@ -14,8 +15,9 @@ export interface UploadObjectsInput {
 }
 
 /**
- * One batch of an incremental deploy's objects: each must be one the manifest lists,
- * of its size, with bytes that hash to its name; a batch with any other is refused whole.
+ * One batch of an incremental deploy's objects: each must be one the session was told is
+ * missing (the domain's uploadableObjects), of the manifest's size for it, with bytes
+ * that hash to its name; a batch with any other is refused whole.
  */
 @injectable()
 export class UploadObjects {
@@ -31,7 +33,8 @@ export class UploadObjects {
    */
   async execute(input: UploadObjectsInput): Promise<{ session: DeploySession; stored: number }> {
     const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
-    const stored = await this.objects.receive(input.user, session.id, input.batch, manifest, input.signal);
+    // Only what it was told is missing: its uploads stay within what the quota counted for it.
+    const stored = await this.objects.receive(input.user, session.id, input.batch, uploadableObjects(manifest, session.unconfirmed), input.signal);
     return { session, stored };
   }
 }

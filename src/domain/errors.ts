@@ -53,6 +53,19 @@ export class ArchiveRejected extends DomainError {
   }
 }
 
+/**
+ * A session would take what the user's open sessions may upload over the storage quota
+ * (USER_MAX_BYTES): their uploads stay on the host until each publishes or ends.
+ */
+export class UploadsOverQuota extends DomainError {
+  constructor(
+    readonly wouldHold: number,
+    readonly limit: number,
+  ) {
+    super(`open deploys would hold ${wouldHold} bytes of uploads, the quota is ${limit}`);
+  }
+}
+
 /** Publishing would take the user's kept releases over the storage quota (USER_MAX_BYTES). */
 export class StorageQuotaExceeded extends DomainError {
   constructor(

@@ -1,17 +1,34 @@
 import { shownName, type ArchiveLimits, type EntryKind } from './archive-policy.js';
 import { ArchiveRejected } from './errors.js';
-import { isDigest } from './manifest.js';
-import type { PackedManifest } from './packed-manifest.js';
+import { isDigest, type Digest } from './manifest.js';
+import { PackedManifest } from './packed-manifest.js';
 
 /**
  * The limits of an incremental deploy's batch of objects: no more entries than the
- * manifest has objects, no more bytes than they hold between them.
+ * objects it may upload (uploadableObjects), no more bytes than they hold between them.
  */
 export function batchLimits(manifest: PackedManifest): ArchiveLimits {
   return { maxFiles: manifest.objectCount, maxBytes: manifest.objectBytes() };
 }
 
-/** The objects a session's batches may hold: a manifest's, by digest (packed-manifest.ts). */
+/**
+ * The objects a session may upload: those no probe found when its manifest was checked
+ * (DeploySession.unconfirmed, which grows by any found missing since), at the manifest's
+ * sizes; its whole manifest's where those are not known. Its batches may hold these and
+ * no other, so their bytes bound what the session can leave on the host, and are what
+ * the user's quota holds it to (assertUploadsFit).
+ */
+export function uploadableObjects(manifest: PackedManifest, unconfirmed: readonly Digest[] | undefined): PackedManifest {
+  if (unconfirmed === undefined) return manifest;
+  const objects = new Map<Digest, number>();
+  for (const digest of unconfirmed) {
+    const size = manifest.sizeOf(digest);
+    if (size !== undefined) objects.set(digest, size);
+  }
+  return PackedManifest.pack({ files: [], objects, bytes: 0 });
+}
+
+/** The objects a session's batches may hold, by digest (uploadableObjects). */
 export interface ExpectedObjects {
   /** The size the manifest gives the content `digest`, if it lists it. */
   sizeOf(digest: string): number | undefined;
@@ -25,7 +42,7 @@ export interface ExpectedObjects {
 export function assertExpectedObject(expected: ExpectedObjects, kind: EntryKind, path: string, size: number): void {
   if (kind !== 'file' || !isDigest(path)) throw new ArchiveRejected(`not an object (a file named by its SHA-256 at the archive's root): ${shownName(path)}`);
   const wanted = expected.sizeOf(path);
-  if (wanted === undefined) throw new ArchiveRejected(`not an object of this deploy's manifest: ${path}`);
+  if (wanted === undefined) throw new ArchiveRejected(`not an object this deploy is missing: ${path}`);
   if (size !== wanted) throw new ArchiveRejected(`object is ${size} bytes, the manifest says ${wanted}: ${path}`);
 }
 

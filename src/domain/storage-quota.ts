@@ -1,4 +1,4 @@
-import { StorageQuotaExceeded } from './errors.js';
+import { StorageQuotaExceeded, UploadsOverQuota } from './errors.js';
 import type { ProjectName } from './project-name.js';
 import type { ReleaseId } from './release-id.js';
 import { releasesToPrune } from './retention.js';
@@ -46,4 +46,15 @@ export function enforceStorageQuota(limit: number | undefined, keptBytes: readon
   const total = keptBytes.reduce((sum, bytes) => sum + bytes, 0);
   if (limit !== undefined && total > limit) throw new StorageQuotaExceeded(total, limit);
   return total;
+}
+
+/**
+ * What a user's open sessions may upload waits on the host, outside every kept release,
+ * until each publishes or ends: those bytes together are held to the quota too, apart
+ * from the releases (a redeploy's uploads replace files the publish counts). `held` is
+ * what the user's other sessions may upload, `adding` this session's; refuses
+ * (UploadsOverQuota) when the two are over `limit`. Without a limit nothing is refused.
+ */
+export function assertUploadsFit(held: number, adding: number, limit: number | undefined): void {
+  if (limit !== undefined && held + adding > limit) throw new UploadsOverQuota(held + adding, limit);
 }

@@ -113,9 +113,9 @@ describe('DeleteUser', () => {
   it("closes the user's open deploy sessions and forgets what was prepared for them, whichever files mode, and no one else's", async () => {
     for (const files of ['persist', 'delete'] as const) {
       const w = await withSite();
-      const session = { project: 'docs' as ProjectName, preview: undefined, keyId: undefined, manifest: PackedManifest.pack(manifestOf([])), unconfirmed: [], createdAt: new Date(0), expiresAt: new Date(8.64e15) };
-      const mine = (await w.sessions.open({ user: 'alice' as Username, ...session }, 8, new Date()))!;
-      const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, 8, new Date()))!;
+      const session = { project: 'docs' as ProjectName, preview: undefined, keyId: undefined, manifest: PackedManifest.pack(manifestOf([])), unconfirmed: [], uploadBytes: 0, createdAt: new Date(0), expiresAt: new Date(8.64e15) };
+      const mine = (await w.sessions.open({ user: 'alice' as Username, ...session }, { maxPerSigner: 8, userMaxBytes: undefined }, new Date()))!;
+      const theirs = (await w.sessions.open({ user: 'bob' as Username, ...session }, { maxPerSigner: 8, userMaxBytes: undefined }, new Date()))!;
       w.disk.staging.prepare('alice' as Username, mine);
       w.disk.staging.prepare('bob' as Username, theirs);
       for (const id of [mine, theirs]) w.disk.uploads.set(id, new Map([['a'.repeat(64) as Digest, 'uploaded']]));

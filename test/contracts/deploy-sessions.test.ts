@@ -8,9 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { KyselyDeploySessions } from '../../src/adapters/db/kysely-deploy-sessions.js';
 import { migrateToLatest, MIGRATIONS } from '../../src/adapters/db/migrations.js';
 import type { Schema } from '../../src/adapters/db/schema.js';
-import type { DeploySessions, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySessions, NewDeploySession, SessionHolding, SessionLimits } from '../../src/application/ports/deploy-sessions.js';
 import type { HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
+import { UploadsOverQuota } from '../../src/domain/errors.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
@@ -36,11 +37,15 @@ const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
     ]),
   ),
   unconfirmed: ['a'.repeat(64) as Digest],
+  uploadBytes: 12,
   createdAt: at(0),
   expiresAt: at(60),
   ...over,
 });
 const UNCONFIRMED = ['b'.repeat(64) as Digest, 'c'.repeat(64) as Digest];
+/** DEPLOY_SESSIONS_MAX alone, with no quota. */
+const limit = (maxPerSigner: number): SessionLimits => ({ maxPerSigner, userMaxBytes: undefined });
+const holding = (manifest: HeldManifest, unconfirmed: readonly Digest[], uploadBytes = 0): SessionHolding => ({ manifest, unconfirmed, uploadBytes });
 
 /** What every DeploySessions must do: the two real databases and the unit tests' fake. */
 function deploySessionsContract(name: string, open: () => Promise<{ sessions: DeploySessions; close(): Promise<void> }>): void {
@@ -56,7 +61,7 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
 
     it('keeps a session whole, manifest and all, until it is closed', withSessions(async (sessions) => {
       const made = session({ preview: 'pr-1' as PreviewName, keyId: '6f1c2d3e-0000-4000-8000-000000000001' });
-      const id = (await sessions.open(made, 8, at(1)))!;
+      const id = (await sessions.open(made, limit(8), at(1)))!;
       expect(id).toMatch(/^[0-9a-f]{32}$/);
       const { manifest, ...found } = (await sessions.find(id))!;
       const { manifest: given, ...rest } = made;
@@ -68,46 +73,46 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
     }));
 
     it('replaces an open session\'s manifest and expiry, and only its own; an expired or closed one is not', withSessions(async (sessions) => {
-      const id = (await sessions.open(session(), 8, at(1)))!;
-      const other = (await sessions.open(session(), 8, at(1)))!;
+      const id = (await sessions.open(session(), limit(8), at(1)))!;
+      const other = (await sessions.open(session(), limit(8), at(1)))!;
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(30), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
       const found = (await sessions.find(id))!;
       expect(filesOf(found.manifest)).toEqual(changed.manifest());
       expect(found.unconfirmed).toEqual(UNCONFIRMED);
       expect(found.expiresAt).toEqual(at(30));
-      expect(await sessions.replaceManifest(id, changed, [], at(30), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, holding(changed, []), at(30), at(2), undefined)).toBe(true);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
       expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       // Expired (not yet swept): not given a manifest, nor kept alive.
-      expect(await sessions.replaceManifest(other, changed, UNCONFIRMED, at(90), at(61))).toBe(false);
+      expect(await sessions.replaceManifest(other, holding(changed, UNCONFIRMED), at(90), at(61), undefined)).toBe(false);
       expect((await sessions.find(other))!.expiresAt).toEqual(at(60));
       expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       await sessions.close(id);
-      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(40), at(2))).toBe(false);
+      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(40), at(2), undefined)).toBe(false);
       expect(await sessions.find(id)).toBeUndefined();
     }));
 
     it('keeps unconfirmed objects not known as not known, and a manifest with none as none', withSessions(async (sessions) => {
-      const unknown = (await sessions.open(session({ unconfirmed: undefined }), 8, at(1)))!;
-      const none = (await sessions.open(session({ unconfirmed: [] }), 8, at(1)))!;
+      const unknown = (await sessions.open(session({ unconfirmed: undefined }), limit(8), at(1)))!;
+      const none = (await sessions.open(session({ unconfirmed: [] }), limit(8), at(1)))!;
       expect((await sessions.find(unknown))!.unconfirmed).toBeUndefined();
       expect((await sessions.find(none))!.unconfirmed).toEqual([]);
     }));
 
     it("keeps a session opened on its base as the base's name, and moves it between that and a manifest of its own", withSessions(async (sessions) => {
-      const id = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
-      const other = (await sessions.open(session(), 8, at(1)))!;
+      const id = (await sessions.open(session({ manifest: BASE }), limit(8), at(1)))!;
+      const other = (await sessions.open(session(), limit(8), at(1)))!;
       // A base's objects are its files: none unconfirmed, whatever the caller says.
       expect((await sessions.find(id))!.manifest).toEqual(BASE);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, changed, UNCONFIRMED, at(30), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
       expect(filesOf((await sessions.find(id))!.manifest)).toEqual(changed.manifest());
       expect((await sessions.find(id))!.unconfirmed).toEqual(UNCONFIRMED);
       const later = { release: '20261208T120100' as ReleaseId, digest: 'e'.repeat(64) as Digest };
-      expect(await sessions.replaceManifest(id, later, UNCONFIRMED, at(31), at(2))).toBe(true);
+      expect(await sessions.replaceManifest(id, holding(later, UNCONFIRMED), at(31), at(2), undefined)).toBe(true);
       expect((await sessions.find(id))!.manifest).toEqual(later);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       // Each session's own: the other's manifest is as it opened.
@@ -117,44 +122,44 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
     }));
 
     it('opens at most `max` unexpired sessions per user; expired ones and other users do not count', withSessions(async (sessions) => {
-      expect(await sessions.open(session({ expiresAt: at(5) }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session(), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session(), 2, at(1))).toBeUndefined();
-      expect(await sessions.open(session({ user: 'bob' as Username }), 2, at(1))).toBeDefined();
+      expect(await sessions.open(session({ expiresAt: at(5) }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session(), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session(), limit(2), at(1))).toBeUndefined();
+      expect(await sessions.open(session({ user: 'bob' as Username }), limit(2), at(1))).toBeDefined();
       // At minute 10 the first has expired: a place is free.
-      expect(await sessions.open(session(), 2, at(10))).toBeDefined();
+      expect(await sessions.open(session(), limit(2), at(10))).toBeDefined();
     }));
 
     it("counts each signer apart: the user's own token, and each deploy key, has `max` of its own", withSessions(async (sessions) => {
       const key = (n: number) => `6f1c2d3e-0000-4000-8000-00000000000${n}`;
-      expect(await sessions.open(session({ keyId: key(1), preview: 'pr-1' as PreviewName }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session({ keyId: key(1), project: 'blog' as ProjectName }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session({ keyId: key(1) }), 2, at(1))).toBeUndefined();
+      expect(await sessions.open(session({ keyId: key(1), preview: 'pr-1' as PreviewName }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(1), project: 'blog' as ProjectName }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(1) }), limit(2), at(1))).toBeUndefined();
       // The key at its limit stops neither its owner nor another key.
-      expect(await sessions.open(session(), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session({ project: 'blog' as ProjectName }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session(), 2, at(1))).toBeUndefined();
-      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeDefined();
-      expect(await sessions.open(session({ keyId: key(2) }), 2, at(1))).toBeUndefined();
+      expect(await sessions.open(session(), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(2) }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session({ project: 'blog' as ProjectName }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session(), limit(2), at(1))).toBeUndefined();
+      expect(await sessions.open(session({ keyId: key(2) }), limit(2), at(1))).toBeDefined();
+      expect(await sessions.open(session({ keyId: key(2) }), limit(2), at(1))).toBeUndefined();
     }));
 
     it("lists a user's sessions, oldest first, without their manifests; another user's are not among them", withSessions(async (sessions) => {
       const key = '6f1c2d3e-0000-4000-8000-000000000003';
-      const a = (await sessions.open(session({ createdAt: at(2) }), 8, at(2)))!;
-      const b = (await sessions.open(session({ createdAt: at(1), keyId: key, preview: 'pr-1' as PreviewName, project: 'blog' as ProjectName }), 8, at(2)))!;
-      await sessions.open(session({ user: 'bob' as Username }), 8, at(2));
+      const a = (await sessions.open(session({ createdAt: at(2) }), limit(8), at(2)))!;
+      const b = (await sessions.open(session({ createdAt: at(1), keyId: key, preview: 'pr-1' as PreviewName, project: 'blog' as ProjectName }), limit(8), at(2)))!;
+      await sessions.open(session({ user: 'bob' as Username }), limit(8), at(2));
       const listed = await sessions.listUser('alice' as Username);
       expect(listed).toEqual([
-        { id: b, user: 'alice', project: 'blog', preview: 'pr-1', keyId: key, createdAt: at(1), expiresAt: at(60) },
-        { id: a, user: 'alice', project: 'docs', preview: undefined, keyId: undefined, createdAt: at(2), expiresAt: at(60) },
+        { id: b, user: 'alice', project: 'blog', preview: 'pr-1', keyId: key, uploadBytes: 12, createdAt: at(1), expiresAt: at(60) },
+        { id: a, user: 'alice', project: 'docs', preview: undefined, keyId: undefined, uploadBytes: 12, createdAt: at(2), expiresAt: at(60) },
       ]);
       expect(await sessions.listUser('carol' as Username)).toEqual([]);
     }));
 
     it("closes a project's key sessions, or one key's, and returns their ids; the owner's own and other projects' stay", withSessions(async (sessions) => {
       const key = (n: number) => `6f1c2d3e-0000-4000-8000-00000000001${n}`;
-      const open = async (over: Partial<NewDeploySession>) => (await sessions.open(session(over), 8, at(1)))!;
+      const open = async (over: Partial<NewDeploySession>) => (await sessions.open(session(over), limit(8), at(1)))!;
       const k1 = await open({ keyId: key(1) });
       const k1b = await open({ keyId: key(1), preview: 'pr-1' as PreviewName });
       const k2 = await open({ keyId: key(2) });
@@ -171,9 +176,9 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
     }));
 
     it('moves an expiry, lists the expired, says which ids are still open, and removes a user', withSessions(async (sessions) => {
-      const a = (await sessions.open(session({ expiresAt: at(5) }), 8, at(1)))!;
-      const b = (await sessions.open(session({ expiresAt: at(5) }), 8, at(1)))!;
-      const c = (await sessions.open(session({ user: 'bob' as Username, expiresAt: at(50) }), 8, at(1)))!;
+      const a = (await sessions.open(session({ expiresAt: at(5) }), limit(8), at(1)))!;
+      const b = (await sessions.open(session({ expiresAt: at(5) }), limit(8), at(1)))!;
+      const c = (await sessions.open(session({ user: 'bob' as Username, expiresAt: at(50) }), limit(8), at(1)))!;
       await sessions.extend(b, at(40));
       expect((await sessions.find(b))?.expiresAt).toEqual(at(40));
       expect(await sessions.expired(at(10))).toEqual([a]);
@@ -185,15 +190,60 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
 
     it("lists a key's unexpired sessions: not its expired ones, nor another key's, nor the user's own", withSessions(async (sessions) => {
       const KEY = '6f1c2d3e-0000-4000-8000-000000000001';
-      const first = (await sessions.open(session({ keyId: KEY, expiresAt: at(50) }), 8, at(1)))!;
-      await sessions.open(session({ keyId: KEY, expiresAt: at(5) }), 8, at(1));
-      await sessions.open(session({ keyId: '6f1c2d3e-0000-4000-8000-000000000002' }), 8, at(1));
-      await sessions.open(session(), 8, at(1));
-      const second = (await sessions.open(session({ keyId: KEY, preview: 'pr-1' as PreviewName }), 8, at(1)))!;
+      const first = (await sessions.open(session({ keyId: KEY, expiresAt: at(50) }), limit(8), at(1)))!;
+      await sessions.open(session({ keyId: KEY, expiresAt: at(5) }), limit(8), at(1));
+      await sessions.open(session({ keyId: '6f1c2d3e-0000-4000-8000-000000000002' }), limit(8), at(1));
+      await sessions.open(session(), limit(8), at(1));
+      const second = (await sessions.open(session({ keyId: KEY, preview: 'pr-1' as PreviewName }), limit(8), at(1)))!;
       expect((await sessions.openedBy(KEY, at(10))).sort()).toEqual([first, second].sort());
       await sessions.close(first);
       expect(await sessions.openedBy(KEY, at(10))).toEqual([second]);
       expect(await sessions.openedBy('6f1c2d3e-0000-4000-8000-000000000003', at(10))).toEqual([]);
+    }));
+
+    it("holds what the user's sessions may upload to the quota at the open: every signer's and unswept expired ones count, another user's do not", withSessions(async (sessions) => {
+      const quota = (userMaxBytes: number): SessionLimits => ({ maxPerSigner: 8, userMaxBytes });
+      const KEY = '6f1c2d3e-0000-4000-8000-000000000001';
+      const own = (await sessions.open(session({ uploadBytes: 40 }), quota(100), at(1)))!;
+      await sessions.open(session({ keyId: KEY, uploadBytes: 30, expiresAt: at(2) }), quota(100), at(1));
+      await sessions.open(session({ user: 'bob' as Username, uploadBytes: 100 }), quota(100), at(1));
+      // Exactly at the quota fits; a byte over is refused, with the total it would come to.
+      const refused = sessions.open(session({ uploadBytes: 31 }), quota(100), at(10));
+      await expect(refused).rejects.toThrow(UploadsOverQuota);
+      await expect(refused).rejects.toMatchObject({ wouldHold: 101, limit: 100 });
+      expect((await sessions.listUser('alice' as Username)).length).toBe(2);
+      const fits = (await sessions.open(session({ keyId: KEY, uploadBytes: 30 }), quota(100), at(10)))!;
+      expect((await sessions.find(fits))?.uploadBytes).toBe(30);
+      expect((await sessions.listUser('alice' as Username)).map((s) => s.uploadBytes).sort()).toEqual([30, 30, 40]);
+      // A session that may upload nothing (its store holds every object) opens at the quota too.
+      await sessions.open(session({ uploadBytes: 0 }), quota(100), at(10));
+      // Closing one frees what it may upload; without a quota nothing is refused.
+      await sessions.close(own);
+      await sessions.open(session({ uploadBytes: 40 }), quota(100), at(10));
+      await sessions.open(session({ uploadBytes: 1_000 }), limit(8), at(10));
+    }));
+
+    it("judges a session's new holding against the user's other sessions, not its own old one; refused, it stays as it was", withSessions(async (sessions) => {
+      const id = (await sessions.open(session({ uploadBytes: 60 }), limit(8), at(1)))!;
+      await sessions.open(session({ keyId: '6f1c2d3e-0000-4000-8000-000000000001', uploadBytes: 30 }), limit(8), at(1));
+      await sessions.open(session({ user: 'bob' as Username, uploadBytes: 90 }), limit(8), at(1));
+      const changed = PackedManifest.pack(manifestOf([{ path: 'b.html', size: 70, digest: 'b'.repeat(64) as Digest }]));
+      expect(await sessions.replaceManifest(id, holding(changed, ['b'.repeat(64) as Digest], 70), at(30), at(2), 100)).toBe(true);
+      expect((await sessions.find(id))?.uploadBytes).toBe(70);
+      const refused = sessions.replaceManifest(id, holding(session().manifest, UNCONFIRMED, 71), at(40), at(3), 100);
+      await expect(refused).rejects.toMatchObject({ wouldHold: 101, limit: 100 });
+      const kept = await sessions.find(id);
+      expect(kept).toMatchObject({ uploadBytes: 70, unconfirmed: ['b'.repeat(64)], expiresAt: at(30) });
+      expect(filesOf(kept?.manifest)).toEqual(changed.manifest());
+    }));
+
+    it('lets one of three opens at the same instant fit under the quota, never two', withSessions(async (sessions) => {
+      const quota = { maxPerSigner: 8, userMaxBytes: 100 };
+      // A connection each, made beforehand: the first open would otherwise be done before the others connect.
+      await Promise.all([1, 2, 3].map(() => sessions.listUser('carol' as Username)));
+      const opens = await Promise.allSettled([1, 2, 3].map(() => sessions.open(session({ uploadBytes: 60 }), quota, at(1))));
+      expect(opens.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      expect((await sessions.listUser('alice' as Username)).length).toBe(1);
     }));
   });
 }
@@ -223,14 +273,14 @@ function manifestRowsTest(name: string, open: () => Promise<{ db: Kysely<Schema>
       const sessions = new KyselyDeploySessions(db);
       const rows = async () => (await db.selectFrom('deploy_session_manifests').select('id').orderBy('id').execute()).map((r) => r.id);
       const key = '6f1c2d3e-0000-4000-8000-000000000001';
-      const closed = (await sessions.open(session(), 8, at(1)))!;
-      const keyed = (await sessions.open(session({ keyId: key }), 8, at(1)))!;
-      const bobs = (await sessions.open(session({ user: 'bob' as Username }), 8, at(1)))!;
-      const based = (await sessions.open(session({ manifest: BASE }), 8, at(1)))!;
-      const rebased = (await sessions.open(session(), 8, at(1)))!;
+      const closed = (await sessions.open(session(), limit(8), at(1)))!;
+      const keyed = (await sessions.open(session({ keyId: key }), limit(8), at(1)))!;
+      const bobs = (await sessions.open(session({ user: 'bob' as Username }), limit(8), at(1)))!;
+      const based = (await sessions.open(session({ manifest: BASE }), limit(8), at(1)))!;
+      const rebased = (await sessions.open(session(), limit(8), at(1)))!;
       expect(await rows()).toEqual([closed, keyed, bobs, rebased].sort());
-      await sessions.replaceManifest(rebased, BASE, [], at(30), at(2));
-      await sessions.replaceManifest(based, session().manifest, [], at(30), at(2));
+      await sessions.replaceManifest(rebased, holding(BASE, []), at(30), at(2), undefined);
+      await sessions.replaceManifest(based, holding(session().manifest, []), at(30), at(2), undefined);
       expect(await rows()).toEqual([closed, keyed, bobs, based].sort());
       await sessions.close(closed);
       await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key);
@@ -273,6 +323,47 @@ function upgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; cl
       const found = await new KyselyDeploySessions(db as Kysely<Schema>).find(old.id);
       expect(filesOf(found?.manifest)).toEqual(manifestOf(files.map(([path, size, digest]) => ({ path, size, digest }) as ManifestFile)));
       expect((found?.manifest as PackedManifest).sizeOf('b'.repeat(64))).toBe(3);
+      // Which objects it lacked is not known: it may upload every one, and counts them all.
+      expect(found?.uploadBytes).toBe(15);
+    } finally {
+      await close();
+    }
+  });
+}
+
+/**
+ * The upgrade that began counting what sessions may upload (010): each session open at it
+ * counts from what it holds, so the first open after it is judged against them.
+ */
+function uploadBytesUpgradeTest(name: string, open: () => Promise<{ db: Kysely<unknown>; close(): Promise<void> }>): void {
+  it(`${name}: sessions open at the upgrade that counts uploads count what they may upload`, async () => {
+    const { db, close } = await open();
+    try {
+      const before = Object.fromEntries(Object.entries(MIGRATIONS).filter(([migration]) => migration < '2026-12-23'));
+      expect((await new Migrator({ db, provider: { getMigrations: async () => before } }).migrateToLatest()).error).toBeUndefined();
+      const packed = PackedManifest.pack(
+        manifestOf([
+          { path: 'a.html', size: 12, digest: 'a'.repeat(64) as Digest },
+          { path: 'b.html', size: 3, digest: 'b'.repeat(64) as Digest },
+        ]),
+      ).packed;
+      const row = (id: string, base: string | null) => ({ id, username: 'alice', project: 'docs', preview: null, key_id: null, base_release: base, base_digest: base && 'd'.repeat(64), created_at: at(0).toISOString(), expires_at: at(60).toISOString() });
+      const old = db as Kysely<{ deploy_sessions: ReturnType<typeof row>; deploy_session_manifests: { id: string; manifest: Uint8Array; unconfirmed: Uint8Array | null } }>;
+      await old.insertInto('deploy_sessions').values([row('a'.repeat(32), null), row('b'.repeat(32), null), row('c'.repeat(32), BASE.release)]).execute();
+      await old
+        .insertInto('deploy_session_manifests')
+        .values([
+          // Opened before 009: which objects were missing is not known, so all may be uploaded.
+          { id: 'a'.repeat(32), manifest: packed, unconfirmed: null },
+          { id: 'b'.repeat(32), manifest: packed, unconfirmed: Buffer.from('b'.repeat(64), 'hex') },
+        ])
+        .execute();
+
+      await migrateToLatest(db);
+      const sessions = new KyselyDeploySessions(db as Kysely<Schema>);
+      expect((await sessions.listUser('alice' as Username)).map((s) => [s.id[0], s.uploadBytes])).toEqual([['a', 15], ['b', 3], ['c', 0]]);
+      await expect(sessions.open(session({ uploadBytes: 83 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).rejects.toThrow(UploadsOverQuota);
+      expect(await sessions.open(session({ uploadBytes: 82 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).toBeDefined();
     } finally {
       await close();
     }
@@ -349,10 +440,12 @@ describe('deploy sessions across the upgrades of their manifests', () => {
     return { db, close: async () => (await db.destroy(), await database.drop()) };
   };
   upgradeTest('sqlite file', sqlite);
+  uploadBytesUpgradeTest('sqlite file', sqlite);
   failedUpgradeTest('sqlite file', sqlite);
   failedSeparationTest('sqlite file', sqlite);
   if (PG_URL) {
     upgradeTest('postgresql server', postgres);
+    uploadBytesUpgradeTest('postgresql server', postgres);
     failedUpgradeTest('postgresql server', postgres);
     failedSeparationTest('postgresql server', postgres);
   }

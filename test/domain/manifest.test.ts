@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManifestRejected } from '../../src/domain/errors.js';
-import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
+import { assertExpectedObject, assertObjectBytes, batchLimits, uploadableObjects } from '../../src/domain/object-batch.js';
+import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import { EMPTY_DIGEST, ManifestReader, manifestOf, parseManifest, parseManifestChanges } from '../../src/domain/manifest.js';
 import { ArchiveRejected } from '../../src/domain/errors.js';
 import { sha256 } from '../support/sha256.js';
@@ -162,9 +163,24 @@ describe('a batch of objects', () => {
   it('takes a listed digest at its size, and nothing else', () => {
     expect(() => assertExpectedObject(expected, 'file', sha256('a'), 1)).not.toThrow();
     expect(() => assertExpectedObject(expected, 'file', sha256('a'), 2)).toThrow(ArchiveRejected);
-    expect(() => assertExpectedObject(expected, 'file', sha256('b'), 1)).toThrow(/not an object of this deploy's manifest/);
+    expect(() => assertExpectedObject(expected, 'file', sha256('b'), 1)).toThrow(/not an object this deploy is missing/);
     expect(() => assertExpectedObject(expected, 'directory', sha256('a'), 0)).toThrow(/not an object/);
     expect(() => assertExpectedObject(expected, 'file', `x/${sha256('a')}`, 1)).toThrow(/not an object/);
+  });
+  it('may hold only what the session was told is missing, at the manifest\'s sizes; all of the manifest where that is not known', () => {
+    const files = ['a', 'bb', 'ccc', 'dddd'].map((text, i) => ({ path: `f${i}`, size: text.length, digest: sha256(text) }));
+    const manifest = PackedManifest.pack(manifestOf([...files, { path: 'copy', size: 3, digest: sha256('ccc') }]));
+    fc.assert(
+      fc.property(fc.subarray(files), (chosen) => {
+        const digests = chosen.map((f) => f.digest);
+        // A digest the manifest does not list is no object of the session's, whatever it was told.
+        const uploadable = uploadableObjects(manifest, [...digests, sha256('elsewhere')]);
+        for (const f of files) expect(uploadable.sizeOf(f.digest)).toBe(digests.includes(f.digest) ? f.size : undefined);
+        expect(uploadable.sizeOf(sha256('elsewhere'))).toBeUndefined();
+        expect(batchLimits(uploadable)).toEqual({ maxFiles: chosen.length, maxBytes: chosen.reduce((sum, f) => sum + f.size, 0) });
+      }),
+    );
+    expect(uploadableObjects(manifest, undefined).objectBytes()).toBe(10);
   });
   it("checks an object's bytes against its name", () => {
     expect(() => assertObjectBytes(sha256('a'), sha256('a'))).not.toThrow();

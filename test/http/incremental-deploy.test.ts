@@ -333,7 +333,9 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
     let s: Site;
     let missing: string[];
     beforeAll(async () => {
-      s = { 'index.html': Buffer.from('objects test\n'), 'big.bin': Buffer.alloc(300_000, 7), 'a.txt': Buffer.from('a\n') };
+      s = { 'index.html': Buffer.from('objects test\n'), 'big.bin': Buffer.alloc(300_000, 7), 'a.txt': Buffer.from('a\n'), 'held.txt': Buffer.from('held by the store\n') };
+      // One of its files the store holds already: not missing, so not the session's to upload.
+      expect((await h.deploy(token, 'objects-held', tgz([file('held.txt', s['held.txt']!)]))).status).toBe(200);
       const opened = await open({ project: 'objects', files: manifest(s) });
       id = opened.body.id as string;
       missing = opened.body.missing as string[];
@@ -359,9 +361,12 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       await refuses(tgz([file(big, Buffer.alloc(300_000, 8))]), /^invalid objects: object's bytes do not match its name/);
     });
 
-    it('an object the manifest does not list, of another size, or not a file at the root', async () => {
+    it('an object the manifest does not list or the store held, of another size, or not a file at the root', async () => {
       const other = Buffer.from('not in the manifest\n');
-      await refuses(tgz([file(sha256(other), other)]), /^invalid objects: not an object of this deploy's manifest: [0-9a-f]{64}$/);
+      expect(missing).not.toContain(sha256(s['held.txt']!));
+      await refuses(tgz([file(sha256(other), other)]), /^invalid objects: not an object this deploy is missing: [0-9a-f]{64}$/);
+      // Listed, but found in the store when the manifest was checked: the quota counted nothing for it.
+      await refuses(tgz([file(sha256(s['a.txt']!), s['a.txt']!), file(sha256(s['held.txt']!), s['held.txt']!)]), new RegExp(`^invalid objects: not an object this deploy is missing: ${sha256(s['held.txt']!)}$`));
       await refuses(tgz([file(sha256(s['a.txt']!), Buffer.from('a\nand more\n'))]), /^invalid objects: object is 11 bytes, the manifest says 2: /);
       await refuses(tgz([file(`sub/${sha256(s['a.txt']!)}`, s['a.txt']!)]), /^invalid objects: not an object \(a file named by its SHA-256 at the archive's root\): sub\//);
       await refuses(tgz([dir(sha256(s['a.txt']!))]), /^invalid objects: not an object/);

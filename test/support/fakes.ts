@@ -5,7 +5,7 @@ import type { Precompression } from '../../src/application/ports/precompression.
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
-import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, SessionHolding, SessionLimits } from '../../src/application/ports/deploy-sessions.js';
 import type { ReleaseRules, RuleFiles, RulesOf } from '../../src/application/ports/release-rules.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { ServedSite, SiteScope, WebServer } from '../../src/application/ports/web-server.js';
@@ -22,6 +22,7 @@ import { holdsBase, sameSigner, type HeldManifest } from '../../src/domain/deplo
 import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
+import { assertUploadsFit } from '../../src/domain/storage-quota.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
 import type { Token } from '../../src/domain/token.js';
@@ -417,9 +418,10 @@ const held = (manifest: HeldManifest, unconfirmed: readonly Digest[] | undefined
 export class InMemoryDeploySessions implements DeploySessions {
   readonly sessions = new Map<string, DeploySession>();
 
-  async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
+  async open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined> {
+    assertUploadsFit(this.uploadsHeld(session.user), session.uploadBytes, limits.userMaxBytes);
     const live = [...this.sessions.values()].filter((s) => sameSigner(s, session) && s.expiresAt > now).length;
-    if (live >= max) return undefined;
+    if (live >= limits.maxPerSigner) return undefined;
     const id = randomUUID().replaceAll('-', '');
     this.sessions.set(id, { id, ...session, unconfirmed: held(session.manifest, session.unconfirmed) });
     return id;
@@ -440,11 +442,17 @@ export class InMemoryDeploySessions implements DeploySessions {
     return closing.map((s) => s.id);
   }
 
-  async replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean> {
+  async replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean> {
     const session = this.sessions.get(id);
     if (session === undefined || session.expiresAt <= now) return false;
-    this.sessions.set(id, { ...session, manifest, unconfirmed: held(manifest, unconfirmed), expiresAt });
+    assertUploadsFit(this.uploadsHeld(session.user, id), holding.uploadBytes, userMaxBytes);
+    this.sessions.set(id, { ...session, ...holding, unconfirmed: held(holding.manifest, holding.unconfirmed), expiresAt });
     return true;
+  }
+
+  /** What the user's sessions (but `except`) may upload between them, expired ones too. */
+  private uploadsHeld(user: Username, except?: string): number {
+    return [...this.sessions.values()].filter((s) => s.user === user && s.id !== except).reduce((sum, s) => sum + s.uploadBytes, 0);
   }
 
   async extend(id: string, expiresAt: Date): Promise<void> {

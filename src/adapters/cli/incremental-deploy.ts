@@ -26,8 +26,10 @@ export class ProtocolAbsent extends Error {}
 
 /**
  * The server has no place for another session of this signer (429: DEPLOY_SESSIONS_MAX
- * open, perhaps left by pipelines cut off in flight): a tarball needs none, so the deploy
- * goes on as one rather than failing or waiting.
+ * open, perhaps left by pipelines cut off in flight), or no room under the user's quota
+ * for what it would upload beside the other open sessions' (507): a tarball needs no
+ * session, so the deploy goes on as one rather than failing or waiting. Its publish meets
+ * the quota on kept releases as any deploy does.
  */
 export class SessionsBusy extends Error {}
 
@@ -208,6 +210,7 @@ export async function deployIncrementally(
   const session = await openSession(api, target, files, conversation).catch((error: unknown) => {
     if (error instanceof ServerError && (error.status === 404 || error.status === 405)) throw new ProtocolAbsent(`the server answered ${error.status} to POST /api/v1/deploys`);
     if (error instanceof ServerError && error.status === 429) throw new SessionsBusy(`the server has no room for another deploy session (${error.message})`);
+    if (error instanceof ServerError && error.status === 507) throw new SessionsBusy(`the server has no room under the quota for this deploy's uploads beside other open deploys' (${error.message})`);
     throw error;
   });
   const sent = new Set<string>();

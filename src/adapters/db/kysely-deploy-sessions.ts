@@ -1,23 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
-import { sql, type Kysely } from 'kysely';
-import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession } from '../../application/ports/deploy-sessions.js';
+import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, SessionHolding, SessionLimits } from '../../application/ports/deploy-sessions.js';
 import { holdsBase, type HeldManifest } from '../../domain/deploy-session.js';
 import type { Digest } from '../../domain/manifest.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
+import { assertUploadsFit } from '../../domain/storage-quota.js';
 import type { Username } from '../../domain/username.js';
+import { advisoryKey } from '../lock/postgres-deploy-lock.js';
 import { DATABASE } from './kysely-token-store.js';
 import type { DeploySessionsTable, Schema } from './schema.js';
 
-const summaryOf = (row: DeploySessionsTable): DeploySessionSummary => ({
+const summaryOf = (row: Selectable<DeploySessionsTable>): DeploySessionSummary => ({
   id: row.id,
   user: row.username as Username,
   project: row.project as ProjectName,
   preview: (row.preview ?? undefined) as PreviewName | undefined,
   keyId: row.key_id ?? undefined,
+  uploadBytes: Number(row.upload_bytes),
   createdAt: new Date(row.created_at),
   expiresAt: new Date(row.expires_at),
 });
@@ -32,9 +35,11 @@ const baseOf = (held: HeldManifest) => (holdsBase(held) ? held : undefined);
 export class KyselyDeploySessions implements DeploySessions {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
-  async open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
+  async open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const id = await this.openRow(trx, session, max, now);
+      await judgedOneAtATime(trx, session.user);
+      assertUploadsFit(await uploadsHeld(trx, session.user), session.uploadBytes, limits.userMaxBytes);
+      const id = await this.openRow(trx, session, limits.maxPerSigner, now);
       if (id !== undefined) await this.keepManifest(trx, id, session.manifest, session.unconfirmed);
       return id;
     });
@@ -43,13 +48,10 @@ export class KyselyDeploySessions implements DeploySessions {
   private async openRow(db: Kysely<Schema>, session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
     const id = randomBytes(16).toString('hex');
     const base = baseOf(session.manifest);
-    // One statement, the count and the insert: no window between them within a replica's
-    // connection. Two replicas at the same instant may each see max - 1 (READ COMMITTED);
-    // the limit bounds a signer's disk, and one extra session is within what it allows for.
-    // The signer (domain sameSigner): the user's own token, or that one key.
+    // One statement, the count and the insert. The signer (domain sameSigner): the user's own token, or that one key.
     const result = await db
       .insertInto('deploy_sessions')
-      .columns(['id', 'username', 'project', 'preview', 'key_id', 'base_release', 'base_digest', 'created_at', 'expires_at'])
+      .columns(['id', 'username', 'project', 'preview', 'key_id', 'base_release', 'base_digest', 'upload_bytes', 'created_at', 'expires_at'])
       .expression(
         db
           .selectNoFrom([
@@ -60,6 +62,7 @@ export class KyselyDeploySessions implements DeploySessions {
             sql<string | null>`${session.keyId ?? null}`.as('key_id'),
             sql<string | null>`${base?.release ?? null}`.as('base_release'),
             sql<string | null>`${base?.digest ?? null}`.as('base_digest'),
+            sql<number>`${session.uploadBytes}`.as('upload_bytes'),
             sql<string>`${session.createdAt.toISOString()}`.as('created_at'),
             sql<string>`${session.expiresAt.toISOString()}`.as('expires_at'),
           ])
@@ -122,19 +125,23 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean> {
-    const base = baseOf(manifest);
+  async replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean> {
+    const base = baseOf(holding.manifest);
     return this.db.transaction().execute(async (trx) => {
       // Not an expired one the sweep has not reached yet: its uploads may be going already.
+      const found = await trx.selectFrom('deploy_sessions').select('username').where('id', '=', id).where('expires_at', '>', now.toISOString()).executeTakeFirst();
+      if (found === undefined) return false;
+      await judgedOneAtATime(trx, found.username as Username);
+      assertUploadsFit(await uploadsHeld(trx, found.username as Username, id), holding.uploadBytes, userMaxBytes);
       const result = await trx
         .updateTable('deploy_sessions')
-        .set({ base_release: base?.release ?? null, base_digest: base?.digest ?? null, expires_at: expiresAt.toISOString() })
+        .set({ base_release: base?.release ?? null, base_digest: base?.digest ?? null, upload_bytes: holding.uploadBytes, expires_at: expiresAt.toISOString() })
         .where('id', '=', id)
         .where('expires_at', '>', now.toISOString())
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) return false;
       await trx.deleteFrom('deploy_session_manifests').where('id', '=', id).execute();
-      await this.keepManifest(trx, id, manifest, unconfirmed);
+      await this.keepManifest(trx, id, holding.manifest, holding.unconfirmed);
       return true;
     });
   }
@@ -169,12 +176,29 @@ export class KyselyDeploySessions implements DeploySessions {
   }
 }
 
+/**
+ * The user's sessions are judged (their count, their uploads) one transaction at a time,
+ * on every replica: PostgreSQL's READ COMMITTED would let two see the same total and both
+ * go in. SQLite runs one transaction at a time already.
+ */
+async function judgedOneAtATime(trx: Kysely<Schema>, user: Username): Promise<void> {
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`select pg_advisory_xact_lock(${advisoryKey(`sessions:${user}`)}::bigint)`.execute(trx);
+}
+
+/** What the user's sessions (but `except`) may upload between them: expired ones too, until the sweep takes their uploads. */
+async function uploadsHeld(trx: Kysely<Schema>, user: Username, except?: string): Promise<number> {
+  let sessions = trx.selectFrom('deploy_sessions').select((eb) => eb.fn.sum<string | number | null>('upload_bytes').as('held')).where('username', '=', user);
+  if (except !== undefined) sessions = sessions.where('id', '<>', except);
+  const { held } = await sessions.executeTakeFirstOrThrow();
+  return Number(held ?? 0);
+}
+
 /** Digests as the unconfirmed column holds them: 32 bytes each, one after another. */
 function packDigests(digests: readonly Digest[]): Uint8Array {
   return Buffer.from(digests.join(''), 'hex');
 }
 
-function unpackDigests(bytes: Uint8Array): Digest[] {
+export function unpackDigests(bytes: Uint8Array): Digest[] {
   const hex = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
   return Array.from({ length: hex.length / 64 }, (_, i) => hex.slice(i * 64, i * 64 + 64) as Digest);
 }

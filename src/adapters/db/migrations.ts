@@ -1,6 +1,9 @@
 import { type Kysely, type Migration, Migrator, PostgresAdapter, sql } from 'kysely';
 import { manifestOf, type Digest } from '../../domain/manifest.js';
+import { uploadableObjects } from '../../domain/object-batch.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
+import { unpackDigests } from './kysely-deploy-sessions.js';
+import type { Schema } from './schema.js';
 
 /** Kept in code, not files, so the build carries them and both backends run the same ones. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -112,7 +115,23 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('deploy_session_manifests').addColumn('unconfirmed', binary).execute();
     },
   },
+  // What each session may upload, which USER_MAX_BYTES holds the user's open sessions to
+  // (schema.ts). Worked out for the sessions open at the upgrade from what they hold, so
+  // that they count from the first open after it. All or nothing, as 005 is.
+  '2026-12-23-010-session-upload-bytes': {
+    up: (db: Kysely<unknown>) => (db.isTransaction ? countSessionUploads(db) : db.transaction().execute(countSessionUploads)),
+  },
 };
+
+async function countSessionUploads(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('deploy_sessions').addColumn('upload_bytes', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+  const sessions = db as Kysely<Pick<Schema, 'deploy_sessions' | 'deploy_session_manifests'>>;
+  for (const { id } of await sessions.selectFrom('deploy_session_manifests').select('id').execute()) {
+    const { manifest, unconfirmed } = await sessions.selectFrom('deploy_session_manifests').select(['manifest', 'unconfirmed']).where('id', '=', id).executeTakeFirstOrThrow();
+    const uploadBytes = uploadableObjects(PackedManifest.from(manifest), unconfirmed === null ? undefined : unpackDigests(unconfirmed)).objectBytes();
+    await sessions.updateTable('deploy_sessions').set({ upload_bytes: uploadBytes }).where('id', '=', id).execute();
+  }
+}
 
 async function separateSessionManifests(db: Kysely<unknown>): Promise<void> {
   const binary = binaryType(db);

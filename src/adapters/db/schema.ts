@@ -50,6 +50,8 @@ export interface DeploySessionsTable {
   created_at: string;
   /** ISO-8601 UTC, so text order is time order. */
   expires_at: string;
+  /** The bytes it may upload (DeploySession.uploadBytes); bigint, which pg reads as a string. */
+  upload_bytes: ColumnType<string | number, number, number>;
 }
 
 export interface DomainsTable {

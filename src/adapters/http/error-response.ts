@@ -31,6 +31,7 @@ import {
   TooManyDeploySessions,
   TooManyPreviews,
   Unauthorized,
+  UploadsOverQuota,
   UserNotFound,
   WebServerFailed,
 } from '../../domain/errors.js';
@@ -111,6 +112,9 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     // projects or releases frees.
     if (error instanceof StorageQuotaExceeded) {
       return respond(507, `storage quota exceeded: this deploy would keep ${error.wouldKeep} bytes, USER_MAX_BYTES allows ${error.limit}`);
+    }
+    if (error instanceof UploadsOverQuota) {
+      return respond(507, `storage quota exceeded: open deploys would hold ${error.wouldHold} bytes of uploads, USER_MAX_BYTES allows ${error.limit}`);
     }
     // The spec answers an unknown user with 500, not 404.
     if (error instanceof UserNotFound) return respond(500, 'user not found');

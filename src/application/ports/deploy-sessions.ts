@@ -25,22 +25,39 @@ export interface DeploySession {
    * Undefined where that is not known (a session kept before these were): all its objects.
    */
   readonly unconfirmed: readonly Digest[] | undefined;
+  /**
+   * The bytes it may upload (the domain's uploadableObjects): USER_MAX_BYTES holds the
+   * user's open sessions to these together (assertUploadsFit).
+   */
+  readonly uploadBytes: number;
   readonly createdAt: Date;
   readonly expiresAt: Date;
 }
 
 export type NewDeploySession = Omit<DeploySession, 'id'>;
 
+/** What a session holds of its deploy, replaced whole by a revision or by objects found missing since. */
+export type SessionHolding = Pick<DeploySession, 'manifest' | 'unconfirmed' | 'uploadBytes'>;
+
+/** What bounds an open: DEPLOY_SESSIONS_MAX per signer, and USER_MAX_BYTES (absent, no quota) over the user's sessions' uploadBytes. */
+export interface SessionLimits {
+  readonly maxPerSigner: number;
+  readonly userMaxBytes: number | undefined;
+}
+
 /** A session without its manifest: what listing one, or judging whether another supersedes it, needs. */
 export type DeploySessionSummary = Omit<DeploySession, 'manifest' | 'unconfirmed'>;
 
 export interface DeploySessions {
   /**
-   * Opens the session unless its signer already has `max` unexpired at `now` (the
-   * domain's `sameSigner`: the user's own token, or that one deploy key); returns its id,
-   * or undefined when the signer is at the limit.
+   * Opens the session unless its signer already has `maxPerSigner` unexpired at `now`
+   * (the domain's `sameSigner`: the user's own token, or that one deploy key); returns
+   * its id, or undefined when the signer is at the limit. Throws UploadsOverQuota when
+   * the user's sessions' uploadBytes (expired ones not yet swept among them: their
+   * uploads are still on disk) and this one's would pass `userMaxBytes`. Both judged at
+   * once with the insert: two opens at the same instant, on any replica, never both fit.
    */
-  open(session: NewDeploySession, max: number, now: Date): Promise<string | undefined>;
+  open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined>;
   /** The session, expired or not; undefined once it is closed, or if it never was. */
   find(id: string): Promise<DeploySession | undefined>;
   /** The user's sessions, expired or not, whoever opened them; oldest first. */
@@ -50,8 +67,13 @@ export interface DeploySessions {
    * not the user's own; returns their ids.
    */
   closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
-  /** Gives it the manifest its difference from the base made (and that manifest's unconfirmed objects), and moves its expiry; false if it was not open and unexpired at `now`. */
-  replaceManifest(id: string, manifest: HeldManifest, unconfirmed: readonly Digest[], expiresAt: Date, now: Date): Promise<boolean>;
+  /**
+   * Gives it what it holds now (the manifest a revision made, or the same manifest with
+   * objects found missing since among what it may upload), and moves its expiry; false
+   * if it was not open and unexpired at `now`. Throws UploadsOverQuota, changing nothing,
+   * when the user's other sessions' uploadBytes and its new ones would pass `userMaxBytes`.
+   */
+  replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean>;
   /** Moves its expiry: every use of a session keeps it alive. */
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ends it; false if it was not open. */

@@ -28,7 +28,8 @@ export interface SessionObjects {
   shareUploads(from: readonly string[], session: string, objects: ReadonlyMap<Digest, number>): Promise<Digest[]>;
   /**
    * Keeps a batch of objects (a gzip-compressed tar of files named by digest) with the
-   * session, each checked against `expected` (the session's manifest) and its bytes against its
+   * session, each checked against `expected` (what the session may upload: the domain's
+   * uploadableObjects) and its bytes against its
    * name. Each is kept as the session's own, whether or not the store has it meanwhile:
    * what an upload answered for stays until the publish or the session's end. Throws ObjectsRejected, keeping nothing of the batch, or DeployAborted when
    * `signal` fires. Returns how many objects the batch held.
