@@ -60,18 +60,28 @@ export class DeploySessionAccess {
     token: string,
     id: string,
     judge?: (session: DeploySession, manifest: PackedManifest) => Promise<void>,
-  ): Promise<{ session: DeploySession; manifest: PackedManifest }> {
+  ): Promise<{ session: DeploySession; manifest: PackedManifest; keptUntil: Date }> {
     let manifest: PackedManifest | undefined;
     const session = await this.find(user, token, id, async (found) => {
       manifest = await this.manifest(found);
       await judge?.(found, manifest);
     });
-    await this.keepAlive(id);
-    return { session, manifest: manifest! };
+    return { session, manifest: manifest!, keptUntil: await this.keepAlive(id) };
   }
 
-  private async keepAlive(id: string): Promise<void> {
-    await this.sessions.extend(id, sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds));
+  private async keepAlive(id: string): Promise<Date> {
+    const until = sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
+    await this.sessions.extend(id, until);
+    return until;
+  }
+
+  /**
+   * A request refused after its use kept the session alive (a long one is kept alive as it
+   * starts, so that it never expires under it): the session's expiry goes back to what it
+   * was, unless another use has moved it since (`keptUntil`, what this use set).
+   */
+  async refusedUse(session: DeploySession, keptUntil: Date): Promise<void> {
+    await this.sessions.extend(session.id, session.expiresAt, keptUntil);
   }
 
   /**

@@ -32,9 +32,15 @@ export class UploadObjects {
    * every batch; a client that wants it asks (ShowDeploySession).
    */
   async execute(input: UploadObjectsInput): Promise<{ session: DeploySession; stored: number }> {
-    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id);
-    // Only what it was told is missing: its uploads stay within what the quota counted for it.
-    const stored = await this.objects.receive(input.user, session.id, input.batch, uploadableObjects(manifest, session.unconfirmed), input.signal);
-    return { session, stored };
+    const { session, manifest, keptUntil } = await this.access.useWithManifest(input.user, input.token, input.id);
+    try {
+      // Only what it was told is missing: its uploads stay within what the quota counted for it.
+      const stored = await this.objects.receive(input.user, session.id, input.batch, uploadableObjects(manifest, session.unconfirmed), input.signal);
+      return { session, stored };
+    } catch (error) {
+      // A batch refused (or cut off) keeps nothing, the session's expiry included.
+      await this.access.refusedUse(session, keptUntil).catch(() => undefined);
+      throw error;
+    }
   }
 }

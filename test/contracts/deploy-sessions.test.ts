@@ -188,6 +188,15 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect(await sessions.stillOpen([a, b, c])).toEqual(new Set([c]));
     }));
 
+    it('puts an expiry back only while no other use has moved it since', withSessions(async (sessions) => {
+      const id = (await sessions.open(session({ expiresAt: at(60) }), limit(8), at(1)))!;
+      await sessions.extend(id, at(70));
+      await sessions.extend(id, at(60), at(65));
+      expect((await sessions.find(id))?.expiresAt).toEqual(at(70));
+      await sessions.extend(id, at(60), at(70));
+      expect((await sessions.find(id))?.expiresAt).toEqual(at(60));
+    }));
+
     it("lists a key's unexpired sessions: not its expired ones, nor another key's, nor the user's own", withSessions(async (sessions) => {
       const KEY = '6f1c2d3e-0000-4000-8000-000000000001';
       const first = (await sessions.open(session({ keyId: KEY, expiresAt: at(50) }), limit(8), at(1)))!;

@@ -82,8 +82,9 @@ describe.each(SERVICE_BACKENDS)("whose deploy sessions count against whom, and w
     const strangers = await opened(stranger, 'docs', 'listed, another user');
     const sessions = await listed();
     expect(sessions).toEqual([
-      { id: own, project: 'docs', preview: null, keyId: null, createdAt: expect.any(String), expiresAt: expect.any(String) },
-      { id: keyed, project: 'docs', preview: 'pr-1', keyId: key.id, createdAt: expect.any(String), expiresAt: expect.any(String) },
+      // What each may upload: its one file, which the store lacked.
+      { id: own, project: 'docs', preview: null, keyId: null, uploadBytes: Buffer.byteLength('listed, the owner'), createdAt: expect.any(String), expiresAt: expect.any(String) },
+      { id: keyed, project: 'docs', preview: 'pr-1', keyId: key.id, uploadBytes: Buffer.byteLength('listed, a key'), createdAt: expect.any(String), expiresAt: expect.any(String) },
     ]);
     expect(Date.parse(sessions[1]!.expiresAt as string)).toBeGreaterThan(Date.now());
     expect(JSON.stringify(sessions)).not.toContain(key.token);

@@ -341,14 +341,18 @@ describe('incremental deploys (real server, real directories, real SQLite)', () 
       missing = opened.body.missing as string[];
     });
 
-    // The files: the database changes only by the session's expiry, moved by every use.
     const files = async () => ({ deploys: await snapshot(h.deploysRoot), docs: await snapshot(h.docsRoot) });
+    /** As the listing shows it: listing keeps no session alive. */
+    const expiry = async () => ((await h.call('GET', '/api/v1/deploys', { token })).body.sessions as { id: string; expiresAt: string }[]).find((s) => s.id === id)?.expiresAt;
     const refuses = async (batch: Buffer, message: RegExp): Promise<void> => {
       await h.settled();
       const before = await files();
+      const expiresAt = await expiry();
       const reply = await upload(id, batch);
       expect(reply.status, JSON.stringify(reply.body)).toBe(400);
       expect(reply.body.error).toMatch(message);
+      // Kept alive as it began, so that a long batch never expires under it; refused, put back.
+      expect(await expiry()).toBe(expiresAt);
       // Nothing of it kept: the session still lacks every object, and the disk is as it was.
       expect(((await h.call('GET', `/api/v1/deploys/${id}`, { token })).body.missing as string[]).sort()).toEqual([...missing].sort());
       await h.trashEmptied();

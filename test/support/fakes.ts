@@ -455,9 +455,9 @@ export class InMemoryDeploySessions implements DeploySessions {
     return [...this.sessions.values()].filter((s) => s.user === user && s.id !== except).reduce((sum, s) => sum + s.uploadBytes, 0);
   }
 
-  async extend(id: string, expiresAt: Date): Promise<void> {
+  async extend(id: string, expiresAt: Date, ifStill?: Date): Promise<void> {
     const session = this.sessions.get(id);
-    if (session) this.sessions.set(id, { ...session, expiresAt });
+    if (session && (ifStill === undefined || session.expiresAt.getTime() === ifStill.getTime())) this.sessions.set(id, { ...session, expiresAt });
   }
 
   async close(id: string): Promise<boolean> {

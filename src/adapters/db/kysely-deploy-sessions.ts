@@ -146,8 +146,10 @@ export class KyselyDeploySessions implements DeploySessions {
     });
   }
 
-  async extend(id: string, expiresAt: Date): Promise<void> {
-    await this.db.updateTable('deploy_sessions').set({ expires_at: expiresAt.toISOString() }).where('id', '=', id).execute();
+  async extend(id: string, expiresAt: Date, ifStill?: Date): Promise<void> {
+    let moving = this.db.updateTable('deploy_sessions').set({ expires_at: expiresAt.toISOString() }).where('id', '=', id);
+    if (ifStill !== undefined) moving = moving.where('expires_at', '=', ifStill.toISOString());
+    await moving.execute();
   }
 
   async close(id: string): Promise<boolean> {

@@ -74,8 +74,12 @@ export interface DeploySessions {
    * when the user's other sessions' uploadBytes and its new ones would pass `userMaxBytes`.
    */
   replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean>;
-  /** Moves its expiry: every use of a session keeps it alive. */
-  extend(id: string, expiresAt: Date): Promise<void>;
+  /**
+   * Moves its expiry: every use of a session keeps it alive. With `ifStill`, only if its
+   * expiry is still that (a refused request putting back what its use moved, unless
+   * another use has moved it since).
+   */
+  extend(id: string, expiresAt: Date, ifStill?: Date): Promise<void>;
   /** Ends it; false if it was not open. */
   close(id: string): Promise<boolean>;
   /** The ids of sessions expired at `now`. */

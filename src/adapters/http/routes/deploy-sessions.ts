@@ -52,6 +52,7 @@ function listedSession(session: DeploySessionSummary): Record<string, unknown> {
     project: session.project,
     preview: session.preview ?? null,
     keyId: session.keyId ?? null,
+    uploadBytes: session.uploadBytes,
     createdAt: session.createdAt.toISOString(),
     expiresAt: session.expiresAt.toISOString(),
   };
