@@ -2,11 +2,10 @@ import { inject, injectable } from 'inversify';
 import { holdsBase, isSessionExpired, mayUseSession, objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound } from '../domain/errors.js';
 import type { Digest } from '../domain/manifest.js';
-import { uploadableObjects } from '../domain/object-batch.js';
 import type { PackedManifest } from '../domain/packed-manifest.js';
 import type { Username } from '../domain/username.js';
 import { assertStillAuthorised } from './deployer.js';
-import { baseManifest } from './session-manifest.js';
+import { baseManifest, sessionHolding } from './session-manifest.js';
 import { CLOCK, type Clock } from './ports/clock.js';
 import { DEPLOY_KEY_STORE, type DeployKeyStore } from './ports/deploy-key-store.js';
 import { DEFAULT_SESSION_SETTINGS, DEPLOY_SETTINGS, type DeploySettings } from './ports/deploy-settings.js';
@@ -100,6 +99,16 @@ export class DeploySessionAccess {
   }
 
   /**
+   * The session as it is now, read again without the checks the caller made already: what
+   * a request began on may have been replaced meanwhile. DeploySessionNotFound once closed.
+   */
+  async current(id: string): Promise<{ session: DeploySession; manifest: PackedManifest }> {
+    const session = await this.sessions.find(id);
+    if (session === undefined) throw new DeploySessionNotFound();
+    return { session, manifest: await this.manifest(session) };
+  }
+
+  /**
    * The session's manifest, packed: the one it holds, or its base's files as they are on
    * disk; BaseReleaseChanged once that base is gone or changed.
    */
@@ -127,11 +136,12 @@ export class DeploySessionAccess {
     const known = new Set(session.unconfirmed);
     const lost = missing.filter((digest) => !known.has(digest));
     if (lost.length === 0) return session;
-    const unconfirmed = [...session.unconfirmed, ...lost];
-    const holding = { manifest, unconfirmed, uploadBytes: uploadableObjects(manifest, unconfirmed).objectBytes() };
+    const holding = sessionHolding(manifest, manifest, [...session.unconfirmed, ...lost]);
     const expiresAt = sessionExpiry(this.clock.now(), (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
-    await this.sessions.replaceManifest(session.id, holding, expiresAt, this.clock.now(), this.settings.userMaxBytes);
-    return { ...session, ...holding, expiresAt };
+    // Only the holding it read: a revision meanwhile is DeploySessionChanged, not undone.
+    const from = { version: session.version, beforeUploads: false };
+    await this.sessions.replaceManifest(session.id, { holding, from, expiresAt, now: this.clock.now(), userMaxBytes: this.settings.userMaxBytes });
+    return { ...session, ...holding, expiresAt, version: session.version + 1 };
   }
 }
 

@@ -2,12 +2,11 @@ import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry, supersedes } from '../domain/deploy-session.js';
 import { TooManyDeploySessions } from '../domain/errors.js';
 import { ManifestReader } from '../domain/manifest.js';
-import { uploadableObjects } from '../domain/object-batch.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
 import { forgetClosedSessions } from './closed-sessions.js';
-import { notUploadedBefore, sessionManifest } from './session-manifest.js';
+import { notUploadedBefore, sessionHolding, sessionManifest } from './session-manifest.js';
 import { stateOf, type SessionState } from './deploy-session-access.js';
 import { assertStillAuthorised, NOT_YET_KNOWN } from './deployer.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -79,11 +78,11 @@ export class OpenDeploySession {
     const earlier = input.keyId === undefined ? [] : await this.sessions.openedBy(input.keyId, now);
     const missing = await this.objects.missing(input.user, undefined, sought, scope);
     const expiresAt = sessionExpiry(now, ttlSeconds);
-    // What it may upload (what the probe did not find), which the user's quota counts from now.
-    const uploadBytes = uploadableObjects(packed, missing).objectBytes();
-    const session = { user: input.user, project, preview, keyId: input.keyId, manifest: held, unconfirmed: missing, uploadBytes, createdAt: now, expiresAt };
-    const superseded = await this.closeIdle(session, now, ttlSeconds);
-    const id = await this.sessions.open(session, { maxPerSigner, userMaxBytes: this.settings.userMaxBytes }, now);
+    // It may upload what the probe did not find, which the user's quota counts from now.
+    const session = { user: input.user, project, preview, keyId: input.keyId, ...sessionHolding(packed, held, missing), createdAt: now, expiresAt };
+    // Closed only if this one opens: a refused open leaves them as they were.
+    const superseded = (await this.sessions.listUser(session.user)).filter((older) => supersedes(session, older, now, ttlSeconds)).map((older) => older.id);
+    const id = await this.sessions.open(session, { maxPerSigner, userMaxBytes: this.settings.userMaxBytes }, now, superseded);
     if (id === undefined) throw new TooManyDeploySessions(maxPerSigner);
     await this.unlessRevokedMeanwhile(session, input.token, id);
     // A redeploy: the release is mostly built while the changed objects upload. Not a
@@ -92,17 +91,7 @@ export class OpenDeploySession {
     // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
     const stillMissing = await notUploadedBefore(this.objects, earlier, id, missing, packed);
     await forgetClosedSessions(this.objects, this.preparation, superseded);
-    return stateOf({ id, ...session }, packed, stillMissing);
-  }
-
-  /**
-   * Closes the signer's sessions this one supersedes (the domain's `supersedes`), so it may
-   * take their place; what they hold is forgotten by the caller once it has kept its share.
-   */
-  private async closeIdle(session: NewDeploySession, now: Date, ttlSeconds: number): Promise<string[]> {
-    const idle = (await this.sessions.listUser(session.user)).filter((older) => supersedes(session, older, now, ttlSeconds));
-    for (const { id } of idle) await this.sessions.close(id);
-    return idle.map((older) => older.id);
+    return stateOf({ id, ...session, version: 0 }, packed, stillMissing);
   }
 
   /**

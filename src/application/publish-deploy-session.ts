@@ -41,7 +41,15 @@ export class PublishDeploySession {
   }
 
   private async publish(input: { user: Username; token: string; id: string }): Promise<Deployed> {
-    const { session, manifest } = await this.access.useWithManifest(input.user, input.token, input.id, (found, files) => this.confirmSizes(found, files));
+    const { session, manifest, keptUntil } = await this.access.useWithManifest(input.user, input.token, input.id, (found, files) => this.confirmSizes(found, files));
+    // Refused (or failed) from here, it changes nothing, the session's expiry included.
+    return this.build(input.token, session, manifest).catch(async (error: unknown) => {
+      await this.access.refusedUse(session, keptUntil).catch(() => undefined);
+      throw error;
+    });
+  }
+
+  private async build(token: string, session: DeploySession, manifest: PackedManifest): Promise<Deployed> {
     const started = this.clock.now().getTime();
     const scope = objectScope(session.keyId, session.project);
     const staged = await this.staging.assemble(session.user, session.id, manifest, scope).catch(async (error: unknown) => {
@@ -51,7 +59,7 @@ export class PublishDeploySession {
     });
     const deployed = await this.publisher.execute({
       user: session.user,
-      token: input.token,
+      token,
       project: session.project,
       preview: session.preview,
       staged,

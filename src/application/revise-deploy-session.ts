@@ -2,7 +2,6 @@ import { inject, injectable } from 'inversify';
 import { objectScope, sessionExpiry } from '../domain/deploy-session.js';
 import { DeploySessionNotFound, ManifestRejected, SessionUploadedAlready } from '../domain/errors.js';
 import { ManifestReader } from '../domain/manifest.js';
-import { uploadableObjects } from '../domain/object-batch.js';
 import type { Username } from '../domain/username.js';
 import { DeploySessionAccess, stateOf, type SessionState } from './deploy-session-access.js';
 import { CLOCK, type Clock } from './ports/clock.js';
@@ -11,7 +10,7 @@ import { DEPLOY_SESSIONS, type DeploySessions } from './ports/deploy-sessions.js
 import { RELEASE_PREPARATION, type ReleasePreparation } from './ports/release-preparation.js';
 import { RELEASE_STORE, type ReleaseStore } from './ports/release-store.js';
 import { SESSION_OBJECTS, type SessionObjects } from './ports/session-objects.js';
-import { notUploadedBefore, sessionManifest } from './session-manifest.js';
+import { notUploadedBefore, sessionHolding, sessionManifest } from './session-manifest.js';
 
 export interface ReviseSessionInput {
   readonly user: Username;
@@ -59,13 +58,15 @@ export class ReviseDeploySession {
     const missing = await this.objects.missing(session.user, session.id, sought, scope);
     const now = this.clock.now();
     const expiresAt = sessionExpiry(now, (this.settings.sessions ?? DEFAULT_SESSION_SETTINGS).ttlSeconds);
-    const holding = { manifest: held, unconfirmed: missing, uploadBytes: uploadableObjects(manifest, missing).objectBytes() };
-    if (!(await this.sessions.replaceManifest(session.id, holding, expiresAt, now, this.settings.userMaxBytes))) throw new DeploySessionNotFound();
+    const holding = sessionHolding(manifest, held, missing);
+    // Only the holding it read, and only before any batch has begun (whose uploads answer to it).
+    const from = { version: session.version, beforeUploads: true };
+    if (!(await this.sessions.replaceManifest(session.id, { holding, from, expiresAt, now, userMaxBytes: this.settings.userMaxBytes }))) throw new DeploySessionNotFound();
     // As an open does: a redeploy's release is built while its objects upload; most of a site new goes as an archive.
     if (missing.length <= manifest.objectCount / 2) this.preparation.revise(session.user, session.id, manifest, missing);
     else await this.preparation.forgetPrepared(session.id);
     const earlier = session.keyId === undefined ? [] : (await this.sessions.openedBy(session.keyId, now)).filter((id) => id !== session.id);
     const stillMissing = await notUploadedBefore(this.objects, earlier, session.id, missing, manifest);
-    return stateOf({ ...session, ...holding, expiresAt }, manifest, stillMissing);
+    return stateOf({ ...session, ...holding, expiresAt, version: session.version + 1 }, manifest, stillMissing);
   }
 }

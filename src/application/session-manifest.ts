@@ -1,11 +1,13 @@
 import { BaseReleaseChanged } from '../domain/errors.js';
 import { parseManifestBase, type Digest, type ManifestBase, type ManifestReader } from '../domain/manifest.js';
+import { uploadableObjects } from '../domain/object-batch.js';
 import { applyPackedChanges } from '../domain/packed-changes.js';
 import type { ArchiveLimits } from '../domain/archive-policy.js';
 import type { HeldManifest } from '../domain/deploy-session.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import type { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
+import type { SessionHolding } from './ports/deploy-sessions.js';
 import type { ReleaseStore } from './ports/release-store.js';
 import type { SessionObjects } from './ports/session-objects.js';
 
@@ -69,4 +71,13 @@ export async function notUploadedBefore(objects: SessionObjects, earlier: readon
   if (earlier.length === 0 || missing.length === 0) return missing;
   const shared = new Set(await objects.shareUploads(earlier, id, new Map(missing.map((digest) => [digest, manifest.sizeOf(digest)!]))));
   return missing.filter((digest) => !shared.has(digest));
+}
+
+/**
+ * What a session holds once `unconfirmed` are among what it may upload: `manifest`, held
+ * as `held`, and the bytes of those objects, which the user's quota counts for it. Worked
+ * out here alone, for an open, a revision and objects found missing since.
+ */
+export function sessionHolding(manifest: PackedManifest, held: HeldManifest, unconfirmed: readonly Digest[]): SessionHolding {
+  return { manifest: held, unconfirmed, uploadBytes: uploadableObjects(manifest, unconfirmed).objectBytes() };
 }

@@ -214,6 +214,13 @@ export class SessionUploadedAlready extends DomainError {
   }
 }
 
+/** What a session holds was replaced by another request (a revision) since this one read it. */
+export class DeploySessionChanged extends DomainError {
+  constructor() {
+    super('the deploy session changed meanwhile');
+  }
+}
+
 /** A site's rule file has a line sitedrop cannot honour; nothing was published. */
 export class SiteRulesRejected extends DomainError {
   readonly code = 'site_rules_rejected';

@@ -11,7 +11,7 @@ import type { Schema } from '../../src/adapters/db/schema.js';
 import type { DeploySessions, NewDeploySession, SessionHolding, SessionLimits } from '../../src/application/ports/deploy-sessions.js';
 import type { HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest, type ManifestFile } from '../../src/domain/manifest.js';
-import { UploadsOverQuota } from '../../src/domain/errors.js';
+import { DeploySessionChanged, SessionUploadedAlready, UploadsOverQuota } from '../../src/domain/errors.js';
 import { PackedManifest } from '../../src/domain/packed-manifest.js';
 import type { PreviewName } from '../../src/domain/preview.js';
 import type { ProjectName } from '../../src/domain/project-name.js';
@@ -45,6 +45,9 @@ const session = (over: Partial<NewDeploySession> = {}): NewDeploySession => ({
 const UNCONFIRMED = ['b'.repeat(64) as Digest, 'c'.repeat(64) as Digest];
 /** DEPLOY_SESSIONS_MAX alone, with no quota. */
 const limit = (maxPerSigner: number): SessionLimits => ({ maxPerSigner, userMaxBytes: undefined });
+/** A revision of what session `id` holds now. */
+const revise = async (sessions: DeploySessions, id: string, held: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined) =>
+  sessions.replaceManifest(id, { holding: held, from: { version: (await sessions.find(id))?.version ?? 0, beforeUploads: true }, expiresAt, now, userMaxBytes });
 const holding = (manifest: HeldManifest, unconfirmed: readonly Digest[], uploadBytes = 0): SessionHolding => ({ manifest, unconfirmed, uploadBytes });
 
 /** What every DeploySessions must do: the two real databases and the unit tests' fake. */
@@ -65,7 +68,7 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect(id).toMatch(/^[0-9a-f]{32}$/);
       const { manifest, ...found } = (await sessions.find(id))!;
       const { manifest: given, ...rest } = made;
-      expect(found).toEqual({ id, ...rest });
+      expect(found).toEqual({ id, ...rest, version: 0 });
       expect(filesOf(manifest)).toEqual(filesOf(given));
       expect(await sessions.close(id)).toBe(true);
       expect(await sessions.find(id)).toBeUndefined();
@@ -76,21 +79,21 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const id = (await sessions.open(session(), limit(8), at(1)))!;
       const other = (await sessions.open(session(), limit(8), at(1)))!;
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
+      expect(await revise(sessions, id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
       const found = (await sessions.find(id))!;
       expect(filesOf(found.manifest)).toEqual(changed.manifest());
       expect(found.unconfirmed).toEqual(UNCONFIRMED);
       expect(found.expiresAt).toEqual(at(30));
-      expect(await sessions.replaceManifest(id, holding(changed, []), at(30), at(2), undefined)).toBe(true);
+      expect(await revise(sessions, id, holding(changed, []), at(30), at(2), undefined)).toBe(true);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       expect(filesOf((await sessions.find(other))!.manifest)).toEqual(filesOf(session().manifest));
       expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       // Expired (not yet swept): not given a manifest, nor kept alive.
-      expect(await sessions.replaceManifest(other, holding(changed, UNCONFIRMED), at(90), at(61), undefined)).toBe(false);
+      expect(await revise(sessions, other, holding(changed, UNCONFIRMED), at(90), at(61), undefined)).toBe(false);
       expect((await sessions.find(other))!.expiresAt).toEqual(at(60));
       expect((await sessions.find(other))!.unconfirmed).toEqual(session().unconfirmed);
       await sessions.close(id);
-      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(40), at(2), undefined)).toBe(false);
+      expect(await revise(sessions, id, holding(changed, UNCONFIRMED), at(40), at(2), undefined)).toBe(false);
       expect(await sessions.find(id)).toBeUndefined();
     }));
 
@@ -108,11 +111,11 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       expect((await sessions.find(id))!.manifest).toEqual(BASE);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       const changed = PackedManifest.pack(manifestOf([{ path: 'a/b.html', size: 7, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
+      expect(await revise(sessions, id, holding(changed, UNCONFIRMED), at(30), at(2), undefined)).toBe(true);
       expect(filesOf((await sessions.find(id))!.manifest)).toEqual(changed.manifest());
       expect((await sessions.find(id))!.unconfirmed).toEqual(UNCONFIRMED);
       const later = { release: '20261208T120100' as ReleaseId, digest: 'e'.repeat(64) as Digest };
-      expect(await sessions.replaceManifest(id, holding(later, UNCONFIRMED), at(31), at(2), undefined)).toBe(true);
+      expect(await revise(sessions, id, holding(later, UNCONFIRMED), at(31), at(2), undefined)).toBe(true);
       expect((await sessions.find(id))!.manifest).toEqual(later);
       expect((await sessions.find(id))!.unconfirmed).toEqual([]);
       // Each session's own: the other's manifest is as it opened.
@@ -237,13 +240,46 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       await sessions.open(session({ keyId: '6f1c2d3e-0000-4000-8000-000000000001', uploadBytes: 30 }), limit(8), at(1));
       await sessions.open(session({ user: 'bob' as Username, uploadBytes: 90 }), limit(8), at(1));
       const changed = PackedManifest.pack(manifestOf([{ path: 'b.html', size: 70, digest: 'b'.repeat(64) as Digest }]));
-      expect(await sessions.replaceManifest(id, holding(changed, ['b'.repeat(64) as Digest], 70), at(30), at(2), 100)).toBe(true);
+      expect(await revise(sessions, id, holding(changed, ['b'.repeat(64) as Digest], 70), at(30), at(2), 100)).toBe(true);
       expect((await sessions.find(id))?.uploadBytes).toBe(70);
-      const refused = sessions.replaceManifest(id, holding(session().manifest, UNCONFIRMED, 71), at(40), at(3), 100);
+      const refused = revise(sessions, id, holding(session().manifest, UNCONFIRMED, 71), at(40), at(3), 100);
       await expect(refused).rejects.toMatchObject({ wouldHold: 101, limit: 100 });
       const kept = await sessions.find(id);
       expect(kept).toMatchObject({ uploadBytes: 70, unconfirmed: ['b'.repeat(64)], expiresAt: at(30) });
       expect(filesOf(kept?.manifest)).toEqual(changed.manifest());
+    }));
+
+    it('replaces only the holding a request read, and no manifest once a batch has begun; refused, nothing changes', withSessions(async (sessions) => {
+      const id = (await sessions.open(session(), limit(8), at(1)))!;
+      expect((await sessions.find(id))?.version).toBe(0);
+      const changed = PackedManifest.pack(manifestOf([{ path: 'b.html', size: 3, digest: 'b'.repeat(64) as Digest }]));
+      expect(await sessions.replaceManifest(id, { holding: holding(changed, [], 3), from: { version: 0, beforeUploads: true }, expiresAt: at(30), now: at(2), userMaxBytes: undefined })).toBe(true);
+      expect((await sessions.find(id))?.version).toBe(1);
+      // A second request that read the first holding: it would undo the replacement.
+      await expect(sessions.replaceManifest(id, { holding: holding(session().manifest, [], 9), from: { version: 0, beforeUploads: false }, expiresAt: at(40), now: at(2), userMaxBytes: undefined })).rejects.toThrow(DeploySessionChanged);
+      expect(await sessions.beginUploads(id)).toBe(1);
+      await expect(sessions.replaceManifest(id, { holding: holding(session().manifest, [], 9), from: { version: 1, beforeUploads: true }, expiresAt: at(40), now: at(2), userMaxBytes: undefined })).rejects.toThrow(SessionUploadedAlready);
+      expect(await sessions.find(id)).toMatchObject({ version: 1, uploadBytes: 3, expiresAt: at(30) });
+      expect(filesOf((await sessions.find(id))?.manifest)).toEqual(changed.manifest());
+      // Objects found missing since join what it may upload, batches or not.
+      expect(await sessions.replaceManifest(id, { holding: holding(changed, ['b'.repeat(64) as Digest], 3), from: { version: 1, beforeUploads: false }, expiresAt: at(50), now: at(2), userMaxBytes: undefined })).toBe(true);
+      expect(await sessions.beginUploads(id)).toBe(2);
+      await sessions.close(id);
+      expect(await sessions.beginUploads(id)).toBeUndefined();
+    }));
+
+    it('closes the sessions an open supersedes only if it opens: a refused open leaves them', withSessions(async (sessions) => {
+      const quota = (userMaxBytes: number): SessionLimits => ({ maxPerSigner: 1, userMaxBytes });
+      const idle = (await sessions.open(session({ uploadBytes: 60 }), quota(100), at(1)))!;
+      const bobs = (await sessions.open(session({ user: 'bob' as Username, uploadBytes: 60 }), quota(100), at(1)))!;
+      await expect(sessions.open(session({ uploadBytes: 101 }), quota(100), at(2), [idle])).rejects.toThrow(UploadsOverQuota);
+      // Another user's is not the signer's to close.
+      expect(await sessions.open(session({ user: 'carol' as Username }), quota(100), at(2), [bobs])).toBeDefined();
+      expect(await sessions.stillOpen([idle, bobs])).toEqual(new Set([idle, bobs]));
+      // In its place, its bytes and its place among the signer's free for the new one.
+      const next = await sessions.open(session({ uploadBytes: 100 }), quota(100), at(2), [idle]);
+      expect(next).toBeDefined();
+      expect(await sessions.stillOpen([idle, next!])).toEqual(new Set([next]));
     }));
 
     it('lets one of three opens at the same instant fit under the quota, never two', withSessions(async (sessions) => {
@@ -288,8 +324,8 @@ function manifestRowsTest(name: string, open: () => Promise<{ db: Kysely<Schema>
       const based = (await sessions.open(session({ manifest: BASE }), limit(8), at(1)))!;
       const rebased = (await sessions.open(session(), limit(8), at(1)))!;
       expect(await rows()).toEqual([closed, keyed, bobs, rebased].sort());
-      await sessions.replaceManifest(rebased, holding(BASE, []), at(30), at(2), undefined);
-      await sessions.replaceManifest(based, holding(session().manifest, []), at(30), at(2), undefined);
+      await revise(sessions, rebased, holding(BASE, []), at(30), at(2), undefined);
+      await revise(sessions, based, holding(session().manifest, []), at(30), at(2), undefined);
       expect(await rows()).toEqual([closed, keyed, bobs, based].sort());
       await sessions.close(closed);
       await sessions.closeOpenedByKeys('alice' as Username, 'docs' as ProjectName, key);
@@ -362,17 +398,21 @@ function uploadBytesUpgradeTest(name: string, open: () => Promise<{ db: Kysely<u
       await old
         .insertInto('deploy_session_manifests')
         .values([
-          // Opened before 009: which objects were missing is not known, so all may be uploaded.
           { id: 'a'.repeat(32), manifest: packed, unconfirmed: null },
           { id: 'b'.repeat(32), manifest: packed, unconfirmed: Buffer.from('b'.repeat(64), 'hex') },
         ])
         .execute();
+      const record = { username: 'alice', project: 'docs', release: BASE.release, bytes: 7, files: 1, created_at: at(0).toISOString(), preview: null };
+      await (db as Kysely<{ deploys: typeof record }>).insertInto('deploys').values(record).execute();
 
       await migrateToLatest(db);
       const sessions = new KyselyDeploySessions(db as Kysely<Schema>);
-      expect((await sessions.listUser('alice' as Username)).map((s) => [s.id[0], s.uploadBytes])).toEqual([['a', 15], ['b', 3], ['c', 0]]);
-      await expect(sessions.open(session({ uploadBytes: 83 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).rejects.toThrow(UploadsOverQuota);
-      expect(await sessions.open(session({ uploadBytes: 82 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).toBeDefined();
+      // Before it a batch could bring any object of the manifest, whatever was missing: each
+      // counts them all; one holding its base, that release's recorded bytes.
+      expect((await sessions.listUser('alice' as Username)).map((s) => [s.id[0], s.uploadBytes])).toEqual([['a', 15], ['b', 15], ['c', 7]]);
+      await expect(sessions.open(session({ uploadBytes: 64 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).rejects.toThrow(UploadsOverQuota);
+      expect(await sessions.open(session({ uploadBytes: 63 }), { maxPerSigner: 8, userMaxBytes: 100 }, at(1))).toBeDefined();
+      expect((await sessions.find('a'.repeat(32)))?.version).toBe(0);
     } finally {
       await close();
     }

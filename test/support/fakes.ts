@@ -5,7 +5,7 @@ import type { Precompression } from '../../src/application/ports/precompression.
 import type { PreviewLinks } from '../../src/application/ports/preview-links.js';
 import type { Preview, PreviewName } from '../../src/domain/preview.js';
 import type { DeployRecord, DeployRecords } from '../../src/application/ports/deploy-records.js';
-import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, SessionHolding, SessionLimits } from '../../src/application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, HoldingChange, SessionLimits } from '../../src/application/ports/deploy-sessions.js';
 import type { ReleaseRules, RuleFiles, RulesOf } from '../../src/application/ports/release-rules.js';
 import type { ReleaseStore } from '../../src/application/ports/release-store.js';
 import type { ServedSite, SiteScope, WebServer } from '../../src/application/ports/web-server.js';
@@ -17,7 +17,7 @@ import type { TokenGenerator } from '../../src/application/ports/token-generator
 import type { TokenStore } from '../../src/application/ports/token-store.js';
 import type { ArchiveLimits } from '../../src/domain/archive-policy.js';
 import type { ProjectScope } from '../../src/domain/deploy-session.js';
-import { ArchiveRejected, DeployAborted, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
+import { ArchiveRejected, DeployAborted, DeploySessionChanged, ManifestRejected, MissingArchive, ObjectsMissing, ObjectsRejected, SessionUploadedAlready, SiteRulesRejected, WebServerFailed } from '../../src/domain/errors.js';
 import { holdsBase, sameSigner, type HeldManifest } from '../../src/domain/deploy-session.js';
 import { manifestOf, type Digest } from '../../src/domain/manifest.js';
 import { assertExpectedObject, assertObjectBytes } from '../../src/domain/object-batch.js';
@@ -417,13 +417,18 @@ const held = (manifest: HeldManifest, unconfirmed: readonly Digest[] | undefined
 /** Deploy sessions in a map: the unit tests' stand-in for the database (contract: test/contracts/deploy-sessions.test.ts). */
 export class InMemoryDeploySessions implements DeploySessions {
   readonly sessions = new Map<string, DeploySession>();
+  /** The sessions a batch of objects has begun for (beginUploads). */
+  private readonly uploading = new Set<string>();
 
-  async open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined> {
-    assertUploadsFit(this.uploadsHeld(session.user), session.uploadBytes, limits.userMaxBytes);
-    const live = [...this.sessions.values()].filter((s) => sameSigner(s, session) && s.expiresAt > now).length;
+  async open(session: NewDeploySession, limits: SessionLimits, now: Date, superseding: readonly string[] = []): Promise<string | undefined> {
+    // Judged as if the superseded were gone, and they go only if it opens.
+    const others = [...this.sessions.values()].filter((s) => !(superseding.includes(s.id) && s.user === session.user));
+    assertUploadsFit(others.filter((s) => s.user === session.user).reduce((sum, s) => sum + s.uploadBytes, 0), session.uploadBytes, limits.userMaxBytes);
+    const live = others.filter((s) => sameSigner(s, session) && s.expiresAt > now).length;
     if (live >= limits.maxPerSigner) return undefined;
+    for (const older of superseding) if (this.sessions.get(older)?.user === session.user) this.sessions.delete(older);
     const id = randomUUID().replaceAll('-', '');
-    this.sessions.set(id, { id, ...session, unconfirmed: held(session.manifest, session.unconfirmed) });
+    this.sessions.set(id, { id, ...session, unconfirmed: held(session.manifest, session.unconfirmed), version: 0 });
     return id;
   }
 
@@ -433,7 +438,7 @@ export class InMemoryDeploySessions implements DeploySessions {
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
     const of = [...this.sessions.values()].filter((s) => s.user === user);
-    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)).map(({ manifest: _, unconfirmed: __, ...summary }) => summary);
+    return of.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)).map(({ manifest: _, unconfirmed: __, version: ___, ...summary }) => summary);
   }
 
   async closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]> {
@@ -442,12 +447,20 @@ export class InMemoryDeploySessions implements DeploySessions {
     return closing.map((s) => s.id);
   }
 
-  async replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean> {
+  async replaceManifest(id: string, { holding, from, expiresAt, now, userMaxBytes }: HoldingChange): Promise<boolean> {
     const session = this.sessions.get(id);
     if (session === undefined || session.expiresAt <= now) return false;
     assertUploadsFit(this.uploadsHeld(session.user, id), holding.uploadBytes, userMaxBytes);
-    this.sessions.set(id, { ...session, ...holding, unconfirmed: held(holding.manifest, holding.unconfirmed), expiresAt });
+    if (from.beforeUploads && this.uploading.has(id)) throw new SessionUploadedAlready();
+    if (session.version !== from.version) throw new DeploySessionChanged();
+    this.sessions.set(id, { ...session, ...holding, unconfirmed: held(holding.manifest, holding.unconfirmed), expiresAt, version: from.version + 1 });
     return true;
+  }
+
+  async beginUploads(id: string): Promise<number | undefined> {
+    const session = this.sessions.get(id);
+    if (session !== undefined) this.uploading.add(id);
+    return session?.version;
   }
 
   /** What the user's sessions (but `except`) may upload between them, expired ones too. */

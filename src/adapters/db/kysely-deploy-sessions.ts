@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { inject, injectable } from 'inversify';
 import { PostgresAdapter, sql, type Kysely, type Selectable } from 'kysely';
-import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, SessionHolding, SessionLimits } from '../../application/ports/deploy-sessions.js';
+import type { DeploySession, DeploySessions, DeploySessionSummary, NewDeploySession, HoldingChange, SessionLimits } from '../../application/ports/deploy-sessions.js';
 import { holdsBase, type HeldManifest } from '../../domain/deploy-session.js';
+import { DeploySessionChanged, SessionUploadedAlready } from '../../domain/errors.js';
 import type { Digest } from '../../domain/manifest.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
 import type { PreviewName } from '../../domain/preview.js';
@@ -10,8 +11,9 @@ import type { ProjectName } from '../../domain/project-name.js';
 import type { ReleaseId } from '../../domain/release-id.js';
 import { assertUploadsFit } from '../../domain/storage-quota.js';
 import type { Username } from '../../domain/username.js';
-import { advisoryKey } from '../lock/postgres-deploy-lock.js';
+import { advisoryKey } from './advisory-key.js';
 import { DATABASE } from './kysely-token-store.js';
+import { packDigests, unpackDigests } from './session-digests.js';
 import type { DeploySessionsTable, Schema } from './schema.js';
 
 const summaryOf = (row: Selectable<DeploySessionsTable>): DeploySessionSummary => ({
@@ -35,9 +37,10 @@ const baseOf = (held: HeldManifest) => (holdsBase(held) ? held : undefined);
 export class KyselyDeploySessions implements DeploySessions {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
-  async open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined> {
+  async open(session: NewDeploySession, limits: SessionLimits, now: Date, superseding: readonly string[] = []): Promise<string | undefined> {
     return this.db.transaction().execute(async (trx) => {
       await judgedOneAtATime(trx, session.user);
+      if (superseding.length > 0) await trx.deleteFrom('deploy_sessions').where('id', 'in', superseding).where('username', '=', session.user).execute();
       assertUploadsFit(await uploadsHeld(trx, session.user), session.uploadBytes, limits.userMaxBytes);
       const id = await this.openRow(trx, session, limits.maxPerSigner, now);
       if (id !== undefined) await this.keepManifest(trx, id, session.manifest, session.unconfirmed);
@@ -107,10 +110,10 @@ export class KyselyDeploySessions implements DeploySessions {
     if (row === undefined) return undefined;
     if (row.manifest !== null) {
       const unconfirmed = row.unconfirmed === null ? undefined : unpackDigests(row.unconfirmed);
-      return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest), unconfirmed };
+      return { ...summaryOf(row), manifest: PackedManifest.from(row.manifest), unconfirmed, version: row.holding_version };
     }
     if (row.base_release === null || row.base_digest === null) throw new Error(`deploy session ${id} holds no manifest`);
-    return { ...summaryOf(row), manifest: { release: row.base_release as ReleaseId, digest: row.base_digest as Digest }, unconfirmed: [] };
+    return { ...summaryOf(row), manifest: { release: row.base_release as ReleaseId, digest: row.base_digest as Digest }, unconfirmed: [], version: row.holding_version };
   }
 
   async listUser(user: Username): Promise<DeploySessionSummary[]> {
@@ -125,7 +128,7 @@ export class KyselyDeploySessions implements DeploySessions {
     return rows.map((r) => r.id);
   }
 
-  async replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean> {
+  async replaceManifest(id: string, { holding, from, expiresAt, now, userMaxBytes }: HoldingChange): Promise<boolean> {
     const base = baseOf(holding.manifest);
     return this.db.transaction().execute(async (trx) => {
       // Not an expired one the sweep has not reached yet: its uploads may be going already.
@@ -133,17 +136,27 @@ export class KyselyDeploySessions implements DeploySessions {
       if (found === undefined) return false;
       await judgedOneAtATime(trx, found.username as Username);
       assertUploadsFit(await uploadsHeld(trx, found.username as Username, id), holding.uploadBytes, userMaxBytes);
-      const result = await trx
+      // One statement with its conditions: PostgreSQL judges them again after a batch's
+      // beginUploads on the same row commits, which no lock of the user's holds back.
+      let replacing = trx
         .updateTable('deploy_sessions')
-        .set({ base_release: base?.release ?? null, base_digest: base?.digest ?? null, upload_bytes: holding.uploadBytes, expires_at: expiresAt.toISOString() })
+        .set({ base_release: base?.release ?? null, base_digest: base?.digest ?? null, upload_bytes: holding.uploadBytes, holding_version: from.version + 1, expires_at: expiresAt.toISOString() })
         .where('id', '=', id)
-        .where('expires_at', '>', now.toISOString())
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) return false;
+        .where('holding_version', '=', from.version);
+      if (from.beforeUploads) replacing = replacing.where('uploads_begun', '=', 0);
+      if ((await replacing.executeTakeFirst()).numUpdatedRows === 0n) {
+        const current = await trx.selectFrom('deploy_sessions').select(['holding_version', 'uploads_begun']).where('id', '=', id).executeTakeFirstOrThrow();
+        throw from.beforeUploads && current.uploads_begun !== 0 ? new SessionUploadedAlready() : new DeploySessionChanged();
+      }
       await trx.deleteFrom('deploy_session_manifests').where('id', '=', id).execute();
       await this.keepManifest(trx, id, holding.manifest, holding.unconfirmed);
       return true;
     });
+  }
+
+  async beginUploads(id: string): Promise<number | undefined> {
+    const row = await this.db.updateTable('deploy_sessions').set({ uploads_begun: 1 }).where('id', '=', id).returning('holding_version').executeTakeFirst();
+    return row?.holding_version;
   }
 
   async extend(id: string, expiresAt: Date, ifStill?: Date): Promise<void> {
@@ -193,14 +206,4 @@ async function uploadsHeld(trx: Kysely<Schema>, user: Username, except?: string)
   if (except !== undefined) sessions = sessions.where('id', '<>', except);
   const { held } = await sessions.executeTakeFirstOrThrow();
   return Number(held ?? 0);
-}
-
-/** Digests as the unconfirmed column holds them: 32 bytes each, one after another. */
-function packDigests(digests: readonly Digest[]): Uint8Array {
-  return Buffer.from(digests.join(''), 'hex');
-}
-
-export function unpackDigests(bytes: Uint8Array): Digest[] {
-  const hex = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
-  return Array.from({ length: hex.length / 64 }, (_, i) => hex.slice(i * 64, i * 64 + 64) as Digest);
 }

@@ -1,8 +1,6 @@
 import { type Kysely, type Migration, Migrator, PostgresAdapter, sql } from 'kysely';
 import { manifestOf, type Digest } from '../../domain/manifest.js';
-import { uploadableObjects } from '../../domain/object-batch.js';
 import { PackedManifest } from '../../domain/packed-manifest.js';
-import { unpackDigests } from './kysely-deploy-sessions.js';
 import type { Schema } from './schema.js';
 
 /** Kept in code, not files, so the build carries them and both backends run the same ones. */
@@ -115,9 +113,11 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('deploy_session_manifests').addColumn('unconfirmed', binary).execute();
     },
   },
-  // What each session may upload, which USER_MAX_BYTES holds the user's open sessions to
-  // (schema.ts). Worked out for the sessions open at the upgrade from what they hold, so
-  // that they count from the first open after it. All or nothing, as 005 is.
+  // What each session may upload, which USER_MAX_BYTES holds the user's open sessions to,
+  // which holding it is, and whether a batch has begun (schema.ts). The sessions open at
+  // the upgrade count what a batch could bring them before it: any object of their
+  // manifest (for one holding its base by name, that release's recorded bytes). All or
+  // nothing, as 005 is.
   '2026-12-23-010-session-upload-bytes': {
     up: (db: Kysely<unknown>) => (db.isTransaction ? countSessionUploads(db) : db.transaction().execute(countSessionUploads)),
   },
@@ -125,11 +125,17 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
 
 async function countSessionUploads(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('deploy_sessions').addColumn('upload_bytes', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
-  const sessions = db as Kysely<Pick<Schema, 'deploy_sessions' | 'deploy_session_manifests'>>;
+  await db.schema.alterTable('deploy_sessions').addColumn('holding_version', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema.alterTable('deploy_sessions').addColumn('uploads_begun', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  const sessions = db as Kysely<Pick<Schema, 'deploy_sessions' | 'deploy_session_manifests' | 'deploys'>>;
   for (const { id } of await sessions.selectFrom('deploy_session_manifests').select('id').execute()) {
-    const { manifest, unconfirmed } = await sessions.selectFrom('deploy_session_manifests').select(['manifest', 'unconfirmed']).where('id', '=', id).executeTakeFirstOrThrow();
-    const uploadBytes = uploadableObjects(PackedManifest.from(manifest), unconfirmed === null ? undefined : unpackDigests(unconfirmed)).objectBytes();
-    await sessions.updateTable('deploy_sessions').set({ upload_bytes: uploadBytes }).where('id', '=', id).execute();
+    const { manifest } = await sessions.selectFrom('deploy_session_manifests').select('manifest').where('id', '=', id).executeTakeFirstOrThrow();
+    await sessions.updateTable('deploy_sessions').set({ upload_bytes: PackedManifest.from(manifest).objectBytes() }).where('id', '=', id).execute();
+  }
+  const based = await sessions.selectFrom('deploy_sessions').select(['id', 'username', 'project', 'base_release']).where('base_release', 'is not', null).execute();
+  for (const { id, username, project, base_release } of based) {
+    const recorded = await sessions.selectFrom('deploys').select('bytes').where('username', '=', username).where('project', '=', project).where('release', '=', base_release!).executeTakeFirst();
+    if (recorded !== undefined) await sessions.updateTable('deploy_sessions').set({ upload_bytes: Number(recorded.bytes) }).where('id', '=', id).execute();
   }
 }
 

@@ -52,6 +52,10 @@ export interface DeploySessionsTable {
   expires_at: string;
   /** The bytes it may upload (DeploySession.uploadBytes); bigint, which pg reads as a string. */
   upload_bytes: ColumnType<string | number, number, number>;
+  /** Which holding (manifest, unconfirmed, upload_bytes) it is: DeploySession.version. */
+  holding_version: ColumnType<number, number | undefined, number>;
+  /** 1 once a batch of objects has begun: its manifest is no longer revised. */
+  uploads_begun: ColumnType<number, number | undefined, number>;
 }
 
 export interface DomainsTable {

@@ -4,6 +4,7 @@ import {
   SessionUploadedAlready,
   DeployAborted,
   DeployKeyNotFound,
+  DeploySessionChanged,
   DeploySessionNotFound,
   DomainError,
   DomainInUse,
@@ -100,6 +101,7 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     // 409: the server's releases, not the request's form, are in the way; the whole manifest always works.
     if (error instanceof BaseReleaseChanged) return respond(409, 'base release not found or changed: send the whole manifest');
     if (error instanceof SessionUploadedAlready) return respond(409, 'the session has uploads already: open another to send another manifest');
+    if (error instanceof DeploySessionChanged) return respond(409, 'the deploy session changed meanwhile: ask for it again');
     // 409 as a conflict with the store's state: uploading these objects resolves it.
     if (error instanceof ObjectsMissing) {
       const answer = respond(409, 'objects missing');

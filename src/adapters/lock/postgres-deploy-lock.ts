@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { inject, injectable, type ServiceIdentifier } from 'inversify';
 import { type Kysely, sql } from 'kysely';
+import { advisoryKey } from '../db/advisory-key.js';
 import type { DeployLock, HeldProjectLock } from '../../application/ports/deploy-lock.js';
 import type { ProjectName } from '../../domain/project-name.js';
 import type { Username } from '../../domain/username.js';
@@ -11,11 +12,6 @@ import type { Username } from '../../domain/username.js';
  * connection, the lock holder's own queries would never run.
  */
 export const LOCK_DATABASE = Symbol.for('sitedrop.LockDatabase') as ServiceIdentifier<Kysely<unknown>>;
-
-/** A stable signed 64-bit key for an advisory lock: the first 8 bytes of a SHA-256. */
-export function advisoryKey(name: string): string {
-  return createHash('sha256').update(name, 'utf8').digest().readBigInt64BE(0).toString();
-}
 
 /**
  * The key of a user's storage lock, in the other key space PostgreSQL offers: a pair of

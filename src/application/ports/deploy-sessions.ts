@@ -30,14 +30,29 @@ export interface DeploySession {
    * user's open sessions to these together (assertUploadsFit).
    */
   readonly uploadBytes: number;
+  /**
+   * Which holding it is: each replacement (a revision, objects found missing since) makes
+   * the next, so that a request replaces only the holding it read.
+   */
+  readonly version: number;
   readonly createdAt: Date;
   readonly expiresAt: Date;
 }
 
-export type NewDeploySession = Omit<DeploySession, 'id'>;
+export type NewDeploySession = Omit<DeploySession, 'id' | 'version'>;
 
 /** What a session holds of its deploy, replaced whole by a revision or by objects found missing since. */
 export type SessionHolding = Pick<DeploySession, 'manifest' | 'unconfirmed' | 'uploadBytes'>;
+
+/** A session's holding replaced: the new one, the one it replaces as the caller read it, and the expiry it moves to. */
+export interface HoldingChange {
+  readonly holding: SessionHolding;
+  /** `version` read; `beforeUploads` for a revision, which no batch may have begun before. */
+  readonly from: { readonly version: number; readonly beforeUploads: boolean };
+  readonly expiresAt: Date;
+  readonly now: Date;
+  readonly userMaxBytes: number | undefined;
+}
 
 /** What bounds an open: DEPLOY_SESSIONS_MAX per signer, and USER_MAX_BYTES (absent, no quota) over the user's sessions' uploadBytes. */
 export interface SessionLimits {
@@ -46,7 +61,7 @@ export interface SessionLimits {
 }
 
 /** A session without its manifest: what listing one, or judging whether another supersedes it, needs. */
-export type DeploySessionSummary = Omit<DeploySession, 'manifest' | 'unconfirmed'>;
+export type DeploySessionSummary = Omit<DeploySession, 'manifest' | 'unconfirmed' | 'version'>;
 
 export interface DeploySessions {
   /**
@@ -54,10 +69,12 @@ export interface DeploySessions {
    * (the domain's `sameSigner`: the user's own token, or that one deploy key); returns
    * its id, or undefined when the signer is at the limit. Throws UploadsOverQuota when
    * the user's sessions' uploadBytes (expired ones not yet swept among them: their
-   * uploads are still on disk) and this one's would pass `userMaxBytes`. Both judged at
-   * once with the insert: two opens at the same instant, on any replica, never both fit.
+   * uploads are still on disk) and this one's would pass `userMaxBytes`. `superseding`
+   * (sessions this one takes the place of) are closed first, and only if it opens. All
+   * judged at once with the insert: two opens at the same instant, on any replica, never
+   * both fit.
    */
-  open(session: NewDeploySession, limits: SessionLimits, now: Date): Promise<string | undefined>;
+  open(session: NewDeploySession, limits: SessionLimits, now: Date, superseding?: readonly string[]): Promise<string | undefined>;
   /** The session, expired or not; undefined once it is closed, or if it never was. */
   find(id: string): Promise<DeploySession | undefined>;
   /** The user's sessions, expired or not, whoever opened them; oldest first. */
@@ -69,11 +86,20 @@ export interface DeploySessions {
   closeOpenedByKeys(user: Username, project: ProjectName, keyId?: string): Promise<string[]>;
   /**
    * Gives it what it holds now (the manifest a revision made, or the same manifest with
-   * objects found missing since among what it may upload), and moves its expiry; false
-   * if it was not open and unexpired at `now`. Throws UploadsOverQuota, changing nothing,
-   * when the user's other sessions' uploadBytes and its new ones would pass `userMaxBytes`.
+   * objects found missing since among what it may upload), and moves its expiry, if it
+   * still holds what the caller read (`from.version`); false if it was not open and
+   * unexpired at `now`. Throws, changing nothing: DeploySessionChanged when another
+   * request replaced the holding since; SessionUploadedAlready when `from.beforeUploads`
+   * (a revision) and a batch has begun (beginUploads); UploadsOverQuota when the user's
+   * other sessions' uploadBytes and its new ones would pass `userMaxBytes`.
    */
-  replaceManifest(id: string, holding: SessionHolding, expiresAt: Date, now: Date, userMaxBytes: number | undefined): Promise<boolean>;
+  replaceManifest(id: string, change: HoldingChange): Promise<boolean>;
+  /**
+   * A batch of objects begins: from now the session's manifest is no longer revised (its
+   * uploads answer to it). Returns the version of what it holds now, read after the mark,
+   * or undefined once it is closed.
+   */
+  beginUploads(id: string): Promise<number | undefined>;
   /**
    * Moves its expiry: every use of a session keeps it alive. With `ifStill`, only if its
    * expiry is still that (a refused request putting back what its use moved, unless
