@@ -476,13 +476,14 @@ describe('a client that sends one burst a span (child service, DEPLOYS_MAX_CONCU
   it('is judged by the bytes, not let off by the moment the burst fills the pipe: it loses its slot to a deploy that waits', async () => {
     const s = await service({ DEPLOYS_MAX_CONCURRENT: '1', UPLOAD_STALL_SECONDS: '4', UPLOAD_IDLE_SECONDS: '30' });
     const [attacker, victim] = [await createUser(s.child.url, 'bursts'), await createUser(s.child.url, 'victim')];
-    // 20 KB every 4 s: 5 KB/s, under 8 KiB/s, each burst more than the pipe's 16 KiB buffer, so each pauses the request a moment.
+    // 20 KB every 3 s: 6.7 KB/s, under 8 KiB/s, each burst more than the pipe's 16 KiB buffer, so each pauses the request a
+    // moment. Every span of 4 s holds a burst (one a span would leave some span without, for a late timer: silence, not this).
     const body = multipart('B0undary', [{ name: 'project', body: 'bursts' }, { name: 'file', filename: 'site.tgz', body: randomBytes(1_000_000) }]);
     const slow = streamedRequest(s.child.url, { path: '/api/v1/deploy', headers: { authorization: `Bearer ${attacker}`, 'content-type': 'multipart/form-data; boundary=B0undary', 'content-length': String(body.length) } });
     let at = 0;
     const burst = () => slow.req.write(body.subarray(at, (at += 20_000)));
     burst();
-    const bursts = setInterval(burst, 4000);
+    const bursts = setInterval(burst, 3000);
     try {
       await until(() => s.staging().length === 1, 'the bursts to unpack');
       const next = await deploy(s.child.url, victim, 'next', versionedSite('next', 20));
