@@ -89,7 +89,7 @@ export class OpenDeploySession {
     // first deploy, which the client may well send as an archive instead.
     if (missing.length <= packed.objectCount / 2) this.preparation.prepare(input.user, id, packed, missing);
     // What the superseded sessions uploaded is the key's own: kept with this one before it goes.
-    const stillMissing = await notUploadedBefore(this.objects, earlier, id, missing, packed);
+    const stillMissing = await notUploadedBefore(this.objects, this.sessions, earlier, { id, version: 0 }, missing, packed);
     await forgetClosedSessions(this.objects, this.preparation, superseded);
     return stateOf({ id, ...session, version: 0 }, packed, stillMissing);
   }

@@ -66,7 +66,7 @@ export class ReviseDeploySession {
     if (missing.length <= manifest.objectCount / 2) this.preparation.revise(session.user, session.id, manifest, missing);
     else await this.preparation.forgetPrepared(session.id);
     const earlier = session.keyId === undefined ? [] : (await this.sessions.openedBy(session.keyId, now)).filter((id) => id !== session.id);
-    const stillMissing = await notUploadedBefore(this.objects, earlier, session.id, missing, manifest);
+    const stillMissing = await notUploadedBefore(this.objects, this.sessions, earlier, { id: session.id, version: session.version + 1 }, missing, manifest);
     return stateOf({ ...session, ...holding, expiresAt, version: session.version + 1 }, manifest, stillMissing);
   }
 }

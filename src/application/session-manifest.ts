@@ -7,7 +7,7 @@ import type { HeldManifest } from '../domain/deploy-session.js';
 import { PackedManifest } from '../domain/packed-manifest.js';
 import type { ProjectName } from '../domain/project-name.js';
 import type { Username } from '../domain/username.js';
-import type { SessionHolding } from './ports/deploy-sessions.js';
+import type { DeploySessions, SessionHolding } from './ports/deploy-sessions.js';
 import type { ReleaseStore } from './ports/release-store.js';
 import type { SessionObjects } from './ports/session-objects.js';
 
@@ -65,11 +65,25 @@ export async function baseManifest(releases: ReleaseStore, user: Username, proje
 
 /**
  * Of `missing`, what the key's `earlier` sessions did not upload: what they did is the
- * key's own, and is kept with session `id` too, whatever becomes of them.
+ * key's own, and is kept with session `id` too, whatever becomes of them. Shared, they
+ * are uploads as a batch's are: the session is marked first (beginUploads), so that no
+ * revision replaces the holding (`version`, as this request wrote it) they were counted
+ * in; one that did meanwhile gets nothing shared.
  */
-export async function notUploadedBefore(objects: SessionObjects, earlier: readonly string[], id: string, missing: Digest[], manifest: PackedManifest): Promise<Digest[]> {
+export async function notUploadedBefore(
+  objects: SessionObjects,
+  sessions: DeploySessions,
+  earlier: readonly string[],
+  { id, version }: { readonly id: string; readonly version: number },
+  missing: Digest[],
+  manifest: PackedManifest,
+): Promise<Digest[]> {
   if (earlier.length === 0 || missing.length === 0) return missing;
-  const shared = new Set(await objects.shareUploads(earlier, id, new Map(missing.map((digest) => [digest, manifest.sizeOf(digest)!]))));
+  // Only those with uploads: a session with none to share from stays open to revision.
+  const uploaded = new Set(await objects.sessionsWithUploads());
+  const from = earlier.filter((other) => uploaded.has(other));
+  if (from.length === 0 || (await sessions.beginUploads(id)) !== version) return missing;
+  const shared = new Set(await objects.shareUploads(from, id, new Map(missing.map((digest) => [digest, manifest.sizeOf(digest)!]))));
   return missing.filter((digest) => !shared.has(digest));
 }
 

@@ -6,28 +6,19 @@ import { PublishDeploySession } from '../../src/application/publish-deploy-sessi
 import { PublishRelease } from '../../src/application/publish-release.js';
 import { ShowDeploySession } from '../../src/application/show-deploy-session.js';
 import { InProcessDeployLock } from '../../src/adapters/lock/in-process-deploy-lock.js';
-import type { KeyName } from '../../src/domain/deploy-key.js';
 import { ObjectsMissing } from '../../src/domain/errors.js';
 import { readParsedManifest, type ManifestFile } from '../../src/domain/manifest.js';
-import type { ProjectName } from '../../src/domain/project-name.js';
 import type { ReleaseId } from '../../src/domain/release-id.js';
-import type { Token } from '../../src/domain/token.js';
-import type { Username } from '../../src/domain/username.js';
-import { FixedClock, InMemoryDeployKeyStore, InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryTokenStore, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { InMemoryDeployRecords, InMemoryDeploys, InMemoryDeploySessions, InMemoryPreviewLinks, InMemoryWebServer, QueuedPrecompression } from '../support/fakes.js';
+import { ALICE, KEY, keyedUser, OWNER } from '../support/keyed-user.js';
 import { sha256 } from '../support/sha256.js';
 
-const alice = 'alice' as Username;
-const OWNER = 'A'.repeat(32);
-const KEY = 'K'.repeat(32);
+const alice = ALICE;
 const fileOf = (path: string, content: string): ManifestFile => ({ path, size: Buffer.byteLength(content), digest: sha256(content) });
 
 /** alice's `docs` and `internal`, each with a release, and a deploy key of `docs`. */
 async function world() {
-  const tokens = new InMemoryTokenStore();
-  await tokens.save(alice, OWNER as Token);
-  const keys = new InMemoryDeployKeyStore();
-  const clock = new FixedClock();
-  const keyId = await keys.add({ user: alice, project: 'docs' as ProjectName, name: 'ci' as KeyName, scope: 'deploy', createdAt: clock.now(), expiresAt: undefined }, KEY as Token);
+  const { tokens, keys, clock, keyId } = await keyedUser();
   const disk = new InMemoryDeploys();
   for (const [project, content] of [['docs', 'docs page'], ['internal', 'the pin']] as const) {
     disk.tree.set(`alice/${project}`, new Map([['20261123T120000' as ReleaseId, [{ path: 'index.html', content }]]]));

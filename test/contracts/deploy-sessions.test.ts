@@ -280,6 +280,12 @@ function deploySessionsContract(name: string, open: () => Promise<{ sessions: De
       const next = await sessions.open(session({ uploadBytes: 100 }), quota(100), at(2), [idle]);
       expect(next).toBeDefined();
       expect(await sessions.stillOpen([idle, next!])).toEqual(new Set([next]));
+      // Refused at DEPLOYS_SESSIONS_MAX (an expired one counts for nothing there): nothing closed either.
+      const dave = (over: Partial<NewDeploySession>) => session({ user: 'dave' as Username, ...over });
+      const expired = (await sessions.open(dave({ expiresAt: at(1) }), quota(100), at(0)))!;
+      const live = (await sessions.open(dave({ project: 'blog' as ProjectName }), quota(100), at(2)))!;
+      expect(await sessions.open(dave({}), quota(100), at(2), [expired])).toBeUndefined();
+      expect(await sessions.stillOpen([expired, live])).toEqual(new Set([expired, live]));
     }));
 
     it('lets one of three opens at the same instant fit under the quota, never two', withSessions(async (sessions) => {

@@ -131,7 +131,8 @@ describe(`open sessions' uploads under USER_MAX_BYTES=${QUOTA} (real server, rea
   it('an open the quota refuses leaves the idle session it would have taken the place of; one that fits takes it', async () => {
     const cutOff = (await open(token, 'site', { 'a.bin': randomBytes(120_000) })).body.id as string;
     expect((await open(token, 'other', { 'c.bin': randomBytes(70_000) })).status).toBe(201);
-    // Idle past SUPERSEDE_AFTER_IDLE_SECONDS, as a pipeline cut off in flight leaves it.
+    // Idle past SUPERSEDE_AFTER_IDLE_SECONDS, as a pipeline cut off in flight leaves it: its
+    // expiry 600 s short of DEPLOY_SESSION_SECONDS (3,600 by default) after now.
     const db = await openDatabase(`sqlite:${join(h.root, 'sitedrop.db')}`);
     try {
       await db.updateTable('deploy_sessions').set({ expires_at: new Date(Date.now() + 3_000_000).toISOString() }).where('id', '=', cutOff).execute();

@@ -27,6 +27,9 @@ const summaryOf = (row: Selectable<DeploySessionsTable>): DeploySessionSummary =
   expiresAt: new Date(row.expires_at),
 });
 
+/** The signer has DEPLOY_SESSIONS_MAX open: the open's transaction is rolled back whole. */
+class SignerAtLimit extends Error {}
+
 const baseOf = (held: HeldManifest) => (holdsBase(held) ? held : undefined);
 
 /**
@@ -38,14 +41,22 @@ export class KyselyDeploySessions implements DeploySessions {
   constructor(@inject(DATABASE) private readonly db: Kysely<Schema>) {}
 
   async open(session: NewDeploySession, limits: SessionLimits, now: Date, superseding: readonly string[] = []): Promise<string | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      await judgedOneAtATime(trx, session.user);
-      if (superseding.length > 0) await trx.deleteFrom('deploy_sessions').where('id', 'in', superseding).where('username', '=', session.user).execute();
-      assertUploadsFit(await uploadsHeld(trx, session.user), session.uploadBytes, limits.userMaxBytes);
-      const id = await this.openRow(trx, session, limits.maxPerSigner, now);
-      if (id !== undefined) await this.keepManifest(trx, id, session.manifest, session.unconfirmed);
-      return id;
-    });
+    return this.db
+      .transaction()
+      .execute(async (trx) => {
+        await judgedOneAtATime(trx, session.user);
+        if (superseding.length > 0) await trx.deleteFrom('deploy_sessions').where('id', 'in', superseding).where('username', '=', session.user).execute();
+        assertUploadsFit(await uploadsHeld(trx, session.user), session.uploadBytes, limits.userMaxBytes);
+        const id = await this.openRow(trx, session, limits.maxPerSigner, now);
+        // Thrown, so that the sessions it would have superseded are not closed either.
+        if (id === undefined) throw new SignerAtLimit();
+        await this.keepManifest(trx, id, session.manifest, session.unconfirmed);
+        return id;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof SignerAtLimit) return undefined;
+        throw error;
+      });
   }
 
   private async openRow(db: Kysely<Schema>, session: NewDeploySession, max: number, now: Date): Promise<string | undefined> {
@@ -145,7 +156,9 @@ export class KyselyDeploySessions implements DeploySessions {
         .where('holding_version', '=', from.version);
       if (from.beforeUploads) replacing = replacing.where('uploads_begun', '=', 0);
       if ((await replacing.executeTakeFirst()).numUpdatedRows === 0n) {
-        const current = await trx.selectFrom('deploy_sessions').select(['holding_version', 'uploads_begun']).where('id', '=', id).executeTakeFirstOrThrow();
+        const current = await trx.selectFrom('deploy_sessions').select(['holding_version', 'uploads_begun']).where('id', '=', id).executeTakeFirst();
+        // Closed meanwhile (a cancel between the look and the update): as not open.
+        if (current === undefined) return false;
         throw from.beforeUploads && current.uploads_begun !== 0 ? new SessionUploadedAlready() : new DeploySessionChanged();
       }
       await trx.deleteFrom('deploy_session_manifests').where('id', '=', id).execute();
