@@ -44,9 +44,10 @@ export async function startService(config: Config, adminToken: string, logger: L
   if (config.precompress === 'on') void container.get(NodePrecompression).queueServed().catch((error: unknown) => logger.warn('queueing served releases for precompression failed', { error: (error as Error).message }));
 
   const deploys = new DeployTracker();
-  const slots = new DeploySlots({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
+  const slotLimits = { concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS, turnMs: config.deployTurnSeconds * 1000 };
+  const slots = new DeploySlots(slotLimits);
   // As many manifests read at once as deploys unpack, and as many waiting.
-  const opens = new SessionOpens({ concurrent: config.deploysMaxConcurrent, queued: config.deploysMaxQueued, maxWaitMs: MAX_WAIT_MS });
+  const opens = new SessionOpens(slotLimits);
   const app = createApp({
     settings: { adminToken, publicBase: config.publicBase, previewBase: config.previewBase, maxUploadBytes: config.maxUploadBytes, maxFiles: config.maxFiles, uploadIdleSeconds: config.uploadIdleSeconds, uploadStallSeconds: config.uploadStallSeconds },
     useCases: (useCase) => container.get(useCase),

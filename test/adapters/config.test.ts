@@ -38,6 +38,7 @@ describe('loadConfig', () => {
       deploysMaxQueued: 64,
       uploadIdleSeconds: 30,
       uploadStallSeconds: 5,
+      deployTurnSeconds: 60,
       domainsRoot: resolve('var/domains'),
       domainsMax: 20,
       dnsServers: undefined,
@@ -74,6 +75,12 @@ describe('loadConfig', () => {
   it('reads the upload stall time on its own; 0 never takes a slot back', () => {
     expect(loadConfig({ UPLOAD_STALL_SECONDS: '2' })).toMatchObject({ uploadStallSeconds: 2, uploadIdleSeconds: 30 });
     expect(loadConfig({ UPLOAD_STALL_SECONDS: '0', UPLOAD_IDLE_SECONDS: '0' })).toMatchObject({ uploadStallSeconds: 0, uploadIdleSeconds: 0 });
+  });
+
+  it('reads the turn a user may hold more than its share of the slots: 60 s unless set, 0 never takes one back', () => {
+    expect(loadConfig({}).deployTurnSeconds).toBe(60);
+    expect(loadConfig({ DEPLOY_TURN_SECONDS: '5' }).deployTurnSeconds).toBe(5);
+    expect(loadConfig({ DEPLOY_TURN_SECONDS: '0' }).deployTurnSeconds).toBe(0);
   });
 
   it('derives the roots from DATA_DIR and strips a trailing slash from PUBLIC_BASE', () => {
@@ -115,6 +122,9 @@ describe('loadConfig', () => {
     ['UPLOAD_STALL_SECONDS', '-1'],
     ['UPLOAD_STALL_SECONDS', '3601'],
     ['UPLOAD_STALL_SECONDS', 'soon'],
+    ['DEPLOY_TURN_SECONDS', '-1'],
+    ['DEPLOY_TURN_SECONDS', '3601'],
+    ['DEPLOY_TURN_SECONDS', '1.5'],
   ])('refuses %s=%j with an error naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^${name} must be`));

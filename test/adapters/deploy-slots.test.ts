@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
-import { ClientGone, ServiceStopping, TooManyDeploys } from '../../src/adapters/http/http-errors.js';
+import { ClientGone, ServiceStopping, TooManyDeploys, TurnTaken } from '../../src/adapters/http/http-errors.js';
 
 const never = new AbortController().signal;
 const settled = async <T>(p: Promise<T>): Promise<'pending' | 'granted' | Error> => {
@@ -10,7 +10,7 @@ const settled = async <T>(p: Promise<T>): Promise<'pending' | 'granted' | Error>
 
 describe('DeploySlots', () => {
   it('grants `concurrent` slots at once and the rest in arrival order, one per release', async () => {
-    const slots = new DeploySlots({ concurrent: 2, queued: 10, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 2, queued: 10, maxWaitMs: 60_000, turnMs: 0 });
     const a = await slots.acquire('u', never);
     const b = await slots.acquire('u', never);
     const order: string[] = [];
@@ -34,7 +34,7 @@ describe('DeploySlots', () => {
   });
 
   it("hands a freed slot to the user holding the fewest, not to the next of a user who holds them all", async () => {
-    const slots = new DeploySlots({ concurrent: 2, queued: 10, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 2, queued: 10, maxWaitMs: 60_000, turnMs: 0 });
     const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
     const order: string[] = [];
     const queued = [
@@ -61,7 +61,7 @@ describe('DeploySlots', () => {
   });
 
   it('with one slot, a user giving theirs back does not win it again over another who waits', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 10, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 10, maxWaitMs: 60_000, turnMs: 0 });
     const first = await slots.acquire('hog', never);
     const order: string[] = [];
     const hog = slots.acquire('hog', never).then((r) => (order.push('hog'), r));
@@ -73,7 +73,7 @@ describe('DeploySlots', () => {
   });
 
   it('refuses at once when the queue is full', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000, turnMs: 0 });
     await slots.acquire('u', never);
     const waiting = slots.acquire('u', never);
     await expect(slots.acquire('u', never)).rejects.toBeInstanceOf(TooManyDeploys);
@@ -82,7 +82,7 @@ describe('DeploySlots', () => {
   });
 
   it('with no queue at all, refuses whatever finds every slot taken', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 0, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 0, maxWaitMs: 60_000, turnMs: 0 });
     const running = await slots.acquire('u', never);
     await expect(slots.acquire('u', never)).rejects.toBeInstanceOf(TooManyDeploys);
     running.release();
@@ -90,7 +90,7 @@ describe('DeploySlots', () => {
   });
 
   it('refuses a deploy that waited too long, and its place goes to the next', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 50 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 50, turnMs: 0 });
     const running = await slots.acquire('u', never);
     const first = slots.acquire('u', never);
     await expect(first).rejects.toBeInstanceOf(TooManyDeploys);
@@ -101,7 +101,7 @@ describe('DeploySlots', () => {
   });
 
   it('a waiter whose client leaves is out of the queue at once; one already gone never queues', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000, turnMs: 0 });
     const running = await slots.acquire('u', never);
     const client = new AbortController();
     const leaving = slots.acquire('u', client.signal);
@@ -116,7 +116,7 @@ describe('DeploySlots', () => {
   });
 
   it('close() refuses every waiter and every later deploy; running ones keep their slots', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const running = await slots.acquire('u', never);
     const waiters = [slots.acquire('u', never), slots.acquire('u', never)];
     slots.close();
@@ -127,7 +127,7 @@ describe('DeploySlots', () => {
   });
 
   it('a quiet holder keeps its slot while nobody waits, and loses it to the first deploy that does, the same user\'s or not', async () => {
-    const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 1, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const stalled = await slots.acquire('u', never);
     stalled.quiet(true);
     expect(stalled.revoked.aborted).toBe(false);
@@ -140,7 +140,7 @@ describe('DeploySlots', () => {
   });
 
   it('a holder that goes quiet while deploys wait loses its slot at once; one that moves again first keeps it', async () => {
-    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const moving = await slots.acquire('u', never);
     const stalling = await slots.acquire('u', never);
     moving.quiet(true);
@@ -156,7 +156,7 @@ describe('DeploySlots', () => {
   });
 
   it('takes back one quiet holder per waiting deploy, the longest quiet first', async () => {
-    const slots = new DeploySlots({ concurrent: 3, queued: 5, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 3, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const [a, b, c] = [await slots.acquire('u', never), await slots.acquire('u', never), await slots.acquire('u', never)];
     b.quiet(true);
     a.quiet(true);
@@ -174,7 +174,7 @@ describe('DeploySlots', () => {
   });
 
   it('a waiter that leaves before the slot taken back for it comes free does not cost another quiet holder its slot', async () => {
-    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000 });
+    const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const [a, b] = [await slots.acquire('u', never), await slots.acquire('u', never)];
     a.quiet(true);
     const client = new AbortController();
@@ -189,6 +189,117 @@ describe('DeploySlots', () => {
     a.release();
     expect(await settled(next)).toBe('granted');
     b.release();
+  });
+
+  describe('turns: no user holds more than its share for ever while another waits', () => {
+    const TURN = 80;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it("a user holding every slot loses its longest-held one to another user's deploy once that slot's turn ends, and no sooner", async () => {
+      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const older = await slots.acquire('hog', never);
+      await sleep(20);
+      const newer = await slots.acquire('hog', never);
+      const other = slots.acquire('other', never);
+      expect(older.revoked.aborted).toBe(false);
+      await sleep(TURN / 2);
+      expect(older.revoked.aborted).toBe(false);
+      await sleep(TURN);
+      expect(older.revoked.aborted).toBe(true);
+      expect(older.revoked.reason).toBeInstanceOf(TurnTaken);
+      expect((older.revoked.reason as TurnTaken).publicMessage).toMatch(/^turn taken back: this user held 2 of 2 slots for over \d+ s while another user waited, retry later$/);
+      expect((older.revoked.reason as TurnTaken).status).toBe(503);
+      expect((older.revoked.reason as TurnTaken).headers['Retry-After']).toMatch(/^[1-9]\d*$/);
+      // One per waiting deploy: the newer slot is within the hog's share now.
+      await sleep(TURN);
+      expect(newer.revoked.aborted).toBe(false);
+      expect(await settled(other)).toBe('pending');
+      older.release();
+      expect(await settled(other)).toBe('granted');
+      (await other).release();
+      newer.release();
+    });
+
+    it('a user within its share keeps its slot however long, and so does one whose waiting deploys are its own', async () => {
+      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const a = await slots.acquire('a', never);
+      const b = await slots.acquire('b', never);
+      const c = slots.acquire('c', never);
+      await sleep(2 * TURN);
+      expect([a.revoked.aborted, b.revoked.aborted]).toEqual([false, false]);
+      b.release();
+      expect(await settled(c)).toBe('granted');
+      a.release();
+      (await c).release();
+
+      const one = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const held = [await one.acquire('u', never), await one.acquire('u', never)];
+      const own = one.acquire('u', never);
+      await sleep(2 * TURN);
+      expect(held.map((s) => s.revoked.aborted)).toEqual([false, false]);
+      expect(await settled(own)).toBe('pending');
+      held[0]!.release();
+      (await own).release();
+      held[1]!.release();
+    });
+
+    it('takes back as many slots as waiting users are owed: two others waiting cost a hog of three slots two, a second deploy of the same other none more', async () => {
+      const slots = new DeploySlots({ concurrent: 3, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never), await slots.acquire('hog', never)];
+      await sleep(TURN + 10);
+      const b1 = slots.acquire('b', never);
+      const b2 = slots.acquire('b', never);
+      // share 1 for each of two users: b is owed one slot, not two.
+      expect(hog.map((s) => s.revoked.aborted)).toEqual([true, false, false]);
+      const c = slots.acquire('c', never);
+      expect(hog.map((s) => s.revoked.aborted)).toEqual([true, true, false]);
+      hog[0]!.release();
+      hog[1]!.release();
+      expect([await settled(b1), await settled(c), await settled(b2)]).toEqual(['granted', 'granted', 'pending']);
+      // The hog keeps its last slot: it is its share.
+      await sleep(TURN);
+      expect(hog[2]!.revoked.aborted).toBe(false);
+      hog[2]!.release();
+      expect(await settled(b2)).toBe('granted');
+      for (const s of [b1, c, b2]) (await s).release();
+    });
+
+    it("counts a slot already coming free (a quiet holder's) toward what the waiter is owed, and a waiter that leaves stops the clock", async () => {
+      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const [a, b] = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
+      b.quiet(true);
+      const other = slots.acquire('other', never);
+      expect(b.revoked.aborted).toBe(true);
+      await sleep(TURN + 20);
+      expect(a.revoked.aborted).toBe(false);
+      b.release();
+      (await other).release();
+
+      a.release();
+
+      // Two fresh slots of the hog's; another user's deploy waits, then leaves before their turn ends.
+      const fresh = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const held = [await fresh.acquire('hog', never), await fresh.acquire('hog', never)];
+      const client = new AbortController();
+      const gone = fresh.acquire('other', client.signal);
+      await sleep(TURN / 2);
+      client.abort();
+      await expect(gone).rejects.toBeInstanceOf(ClientGone);
+      await sleep(TURN);
+      expect(held.map((h) => h.revoked.aborted)).toEqual([false, false]);
+      for (const h of held) h.release();
+    });
+
+    it('with turnMs 0 a user keeps every slot it holds', async () => {
+      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
+      const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
+      const other = slots.acquire('other', never);
+      await sleep(TURN);
+      expect(hog.map((s) => s.revoked.aborted)).toEqual([false, false]);
+      hog[0]!.release();
+      (await other).release();
+      hog[1]!.release();
+    });
   });
 
   it('a refusal carries a Retry-After in seconds', () => {

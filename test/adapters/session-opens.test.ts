@@ -34,7 +34,7 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('SessionOpens, turns to read a manifest', () => {
   it('gives `concurrent` turns at once; a freed one goes to the user reading fewest, first come first served among equals', async () => {
-    const opens = new SessionOpens({ concurrent: 2, queued: 10, maxWaitMs: 60_000 });
+    const opens = new SessionOpens({ concurrent: 2, queued: 10, maxWaitMs: 60_000, turnMs: 0 });
     const order: string[] = [];
     const hog = [ask(opens, 'hog', order), ask(opens, 'hog', order)];
     await tick();
@@ -57,7 +57,7 @@ describe('SessionOpens, turns to read a manifest', () => {
   });
 
   it('refuses at once when `queued` wait already, and after `maxWaitMs` of waiting: 503 with Retry-After', async () => {
-    const opens = new SessionOpens({ concurrent: 1, queued: 1, maxWaitMs: 50 });
+    const opens = new SessionOpens({ concurrent: 1, queued: 1, maxWaitMs: 50, turnMs: 0 });
     const reading = ask(opens, 'a');
     const waiting = ask(opens, 'b');
     const refused = ask(opens, 'c');
@@ -74,7 +74,7 @@ describe('SessionOpens, turns to read a manifest', () => {
   });
 
   it('lets a client that hangs up leave the queue, and refuses every waiting one at shutdown', async () => {
-    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const reading = ask(opens, 'a');
     const gone = ask(opens, 'b');
     const stays = ask(opens, 'c');
@@ -99,7 +99,7 @@ describe('SessionOpens, turns to read a manifest', () => {
   });
 
   it("takes a quiet reader's turn back for an open that waits, and gives it to that open once it ends", async () => {
-    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     const turn = await opens.turn('slow', response());
     turn.slot.quiet(true);
     expect(turn.slot.revoked.aborted).toBe(false);
@@ -113,7 +113,7 @@ describe('SessionOpens, turns to read a manifest', () => {
   });
 
   it('refuses a client already gone rather than queueing it', async () => {
-    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000 });
+    const opens = new SessionOpens({ concurrent: 1, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
     ask(opens, 'a');
     const res = response();
     res.hangUp();

@@ -448,7 +448,7 @@ describe('the idle and stall limits count only the time the service is asking fo
       settings: { adminToken: ADMIN, publicBase: 'https://sites.example.test', maxUploadBytes: 100 * 1024 * 1024, uploadIdleSeconds: 1, uploadStallSeconds: 1 },
       useCases: useCasesOf(new AuthenticateDeployer(tokens, keys, new FixedClock()), new DeployRelease(staging, new FixedClock(), settings, new PublishRelease(tokens, releases, staging, new InProcessDeployLock(), new FixedClock(), settings, new PruneReleases(releases, settings, previews, new FixedClock(), records), records, keys, previews, disk.rules, new InMemoryWebServer(), new QueuedPrecompression()), tokens, keys)),
       deploys: new DeployTracker(),
-      slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000 }),
+      slots: new DeploySlots({ concurrent: 1, queued: 1, maxWaitMs: 60_000, turnMs: 0 }),
       metrics: new ServiceMetrics(),
       logger: new SilentLogger(),
       openApi: loadOpenApiDocument(),
@@ -495,5 +495,34 @@ describe('a client that sends one burst a span (child service, DEPLOYS_MAX_CONCU
       clearInterval(bursts);
       slow.req.destroy();
     }
+  }, 60_000);
+});
+
+describe('no user keeps more than its share of the slots for ever (child service, DEPLOYS_MAX_CONCURRENT=2, DEPLOY_TURN_SECONDS=2)', () => {
+  it("a user's two uploads that move just fast enough lose the longer-held slot to another user's deploy once a turn is over: 503, nothing of it kept; the other upload goes on", async () => {
+    const s = await service({ DEPLOYS_MAX_CONCURRENT: '2', DEPLOYS_MAX_QUEUED: '10', DEPLOY_TURN_SECONDS: '2', UPLOAD_STALL_SECONDS: '2' });
+    const hog = await createUser(s.child.url, 'hog');
+    const other = await createUser(s.child.url, 'other');
+    // About 1 MB each at 24 KiB/s: never quiet (over 8 KiB/s), and some 40 s long.
+    const big = versionedSite('hog', 800, 1024);
+    const first = steadyUpload(s.child.url, hog, 'first', big, 24 * 1024);
+    await until(() => s.staging().length === 1, 'the first upload to unpack');
+    const second = steadyUpload(s.child.url, hog, 'second', big, 24 * 1024);
+    try {
+      await until(() => s.staging().length === 2, 'the second upload to unpack');
+      const fair = await deploy(s.child.url, other, 'fair', versionedSite('fair', 20));
+      expect(fair.status).toBe(200);
+      expect(await releaseVersion(await readlink(join(s.dataDir, 'docs/other/fair')), 20)).toBe('fair');
+      expect(await answerOf(first)).toEqual({ status: 503, body: { status: 'error', error: 'turn taken back: this user held 2 of 2 slots for over 2 s while another user waited, retry later' } });
+      await expect(readdir(join(s.dataDir, 'deploys/hog/first'))).rejects.toThrow(/ENOENT/);
+      // The hog's other upload is within its share: it moves on, unanswered, its staging area kept.
+      expect(second.sent()).toBeGreaterThan(0);
+      expect(second.sent()).toBeLessThan(0.5);
+      expect(await Promise.race([second.response.then(() => 'answered'), new Promise((r) => setTimeout(() => r('moving'), 2500))])).toBe('moving');
+      expect(s.staging()).toHaveLength(1);
+    } finally {
+      second.req.destroy();
+    }
+    await until(() => s.staging().length === 0, 'the staging areas to go');
   }, 60_000);
 });

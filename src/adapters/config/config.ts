@@ -51,6 +51,8 @@ export interface Config {
   readonly uploadIdleSeconds: number;
   /** A deploy whose body stops arriving this long loses its slot (408) to any deploy that waits; 0 never does. */
   readonly uploadStallSeconds: number;
+  /** A user over its fair share of the slots loses its longest-held one after this long to another user's waiting deploy (503); 0 never does. */
+  readonly deployTurnSeconds: number;
   /** WEBSERVER_RELOAD: a shell command run when configuration sitedrop generated for the web server changes; undefined, none. */
   readonly webServerReload: string | undefined;
   /** CADDY_ADMIN: Caddy's admin endpoint (host:port), when Caddy serves the sites and sitedrop configures it per site. */
@@ -212,6 +214,9 @@ export function loadConfig(env: Env = process.env): Config {
     // 5: far above an honest upload's longest silence, room for a lossy link's retransmissions,
     // short enough that stalled uploads cannot starve the queue (docs/performance.md, "A flood of deploys").
     uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
+    // 60: a deploy of a few hundred MB on a modest link ends within it, and a waiting deploy
+    // is served before its 120 s in the queue run out (docs/security.md).
+    deployTurnSeconds: integer(env, 'DEPLOY_TURN_SECONDS', 60, 0, 3600),
     webServerReload: optionalText(env, 'WEBSERVER_RELOAD'),
     caddyAdmin: optionalText(env, 'CADDY_ADMIN'),
     domainsRoot,

@@ -1,4 +1,4 @@
-import { ClientGone, ServiceStopping, TooManyDeploys } from './http-errors.js';
+import { ClientGone, ServiceStopping, TooManyDeploys, TurnTaken } from './http-errors.js';
 
 export interface SlotLimits {
   /** Deploys reading and unpacking at once (DEPLOYS_MAX_CONCURRENT). */
@@ -7,6 +7,11 @@ export interface SlotLimits {
   readonly queued: number;
   /** How long one may wait before it is refused. */
   readonly maxWaitMs: number;
+  /**
+   * A turn (DEPLOY_TURN_SECONDS): how long a user may hold more than a fair share of the
+   * slots while another user waits; 0 lets it hold them until they end.
+   */
+  readonly turnMs: number;
 }
 
 /**
@@ -22,7 +27,11 @@ export interface Slot {
    * quiet holder's slot is taken back as soon as a deploy waits for one.
    */
   quiet(isQuiet: boolean): void;
-  /** Fires when the slot is taken back: the holder gives its work up, then releases. */
+  /**
+   * Fires when the slot is taken back: the holder gives its work up, then releases. Its
+   * reason is a TurnTaken when the slot went to another user at the end of a turn, and
+   * no HttpError when it went to a deploy that waited while this one was quiet.
+   */
   readonly revoked: AbortSignal;
   /** Gives the slot back; calling it again does nothing. */
   release(): void;
@@ -32,6 +41,14 @@ interface Waiter {
   readonly user: string;
   grant(): void;
   refuse(error: Error): void;
+}
+
+interface Holder {
+  readonly user: string;
+  /** performance.now() when it was granted. */
+  readonly since: number;
+  readonly revoked: AbortSignal;
+  revoke(reason?: Error): void;
 }
 
 /**
@@ -46,17 +63,25 @@ interface Waiter {
  * its slot while nobody waits, and loses it to the first deploy that does, whoever's:
  * fairness by user cannot help when the stalled uploads and the honest deploys share a
  * key. One quiet holder is taken back per waiter, the longest quiet first.
+ *
+ * Nor may a user hold more than a fair share for ever: uploads that move just fast enough
+ * never go quiet, and would keep another user waiting for hours. A user's share is the
+ * slots over the users holding or waiting for them (at least one). While another user
+ * below its share waits, a user over its share loses its longest-held slot once that has
+ * been held for a turn (`turnMs`); within its share a user is never cut off, and a deploy
+ * that ends within a turn is never touched.
  */
 export class DeploySlots {
-  private running = 0;
-  /** Slots held, by user. */
-  private readonly held = new Map<string, number>();
+  /** The slots held, in the order they were granted. */
+  private readonly holders = new Set<Holder>();
   private readonly queue: Waiter[] = [];
   /** How to take back each quiet holder's slot, in the order they went quiet. */
   private readonly quietHolders = new Set<() => void>();
   /** Slots taken back and not yet released: the waiters they are for need no other. */
   private revoking = 0;
   private closed = false;
+  /** When the next holder's turn ends, while a waiter is owed a slot it could take. */
+  private turnTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly limits: SlotLimits) {}
 
@@ -73,7 +98,7 @@ export class DeploySlots {
     if (this.closed) return Promise.reject(new ServiceStopping());
     if (signal.aborted) return Promise.reject(new ClientGone());
     // Slots are handed on as soon as they free, so a free one means no one is waiting.
-    if (this.running < this.limits.concurrent) return Promise.resolve(this.take(user));
+    if (this.holders.size < this.limits.concurrent) return Promise.resolve(this.take(user));
     if (this.queue.length >= this.limits.queued) return Promise.reject(new TooManyDeploys());
     return new Promise<Slot>((resolve, reject) => {
       const settle = (): void => {
@@ -95,12 +120,14 @@ export class DeploySlots {
         const at = this.queue.indexOf(waiter);
         if (at !== -1) this.queue.splice(at, 1);
         waiter.refuse(error);
+        this.takeTurns();
       };
       const onAbort = (): void => leave(new ClientGone());
       const timer = setTimeout(() => leave(new TooManyDeploys()), this.limits.maxWaitMs);
       signal.addEventListener('abort', onAbort, { once: true });
       this.queue.push(waiter);
       this.reclaim();
+      this.takeTurns();
     });
   }
 
@@ -108,39 +135,50 @@ export class DeploySlots {
   close(): void {
     this.closed = true;
     for (const waiter of this.queue.splice(0)) waiter.refuse(new ServiceStopping());
+    this.takeTurns();
   }
 
   private take(user: string): Slot {
-    this.running += 1;
-    this.held.set(user, (this.held.get(user) ?? 0) + 1);
     const revocation = new AbortController();
-    const revoke = (): void => {
-      this.revoking += 1;
-      revocation.abort();
+    const holder: Holder = {
+      user,
+      since: performance.now(),
+      revoked: revocation.signal,
+      revoke: (reason) => {
+        this.quietHolders.delete(holder.revoke);
+        this.revoking += 1;
+        revocation.abort(reason);
+      },
     };
+    this.holders.add(holder);
     let released = false;
     return {
       revoked: revocation.signal,
       quiet: (isQuiet) => {
         if (released || revocation.signal.aborted) return;
-        if (!isQuiet) this.quietHolders.delete(revoke);
-        else if (!this.quietHolders.has(revoke)) {
-          this.quietHolders.add(revoke);
+        if (!isQuiet) this.quietHolders.delete(holder.revoke);
+        else if (!this.quietHolders.has(holder.revoke)) {
+          this.quietHolders.add(holder.revoke);
           this.reclaim();
         }
       },
       release: () => {
         if (released) return;
         released = true;
-        this.quietHolders.delete(revoke);
+        this.quietHolders.delete(holder.revoke);
         if (revocation.signal.aborted) this.revoking -= 1;
-        this.running -= 1;
-        const left = this.held.get(user)! - 1;
-        if (left === 0) this.held.delete(user);
-        else this.held.set(user, left);
-        while (this.running < this.limits.concurrent && this.queue.length > 0) this.next(user).grant();
+        this.holders.delete(holder);
+        while (this.holders.size < this.limits.concurrent && this.queue.length > 0) this.next(user).grant();
+        this.takeTurns();
       },
     };
+  }
+
+  /** Slots `user` holds, counting those taken back and not yet released unless `keptOnly`. */
+  private heldBy(user: string, keptOnly = false): number {
+    let held = 0;
+    for (const holder of this.holders) if (holder.user === user && !(keptOnly && holder.revoked.aborted)) held += 1;
+    return held;
   }
 
   /** Takes slots back from quiet holders while more deploys wait than slots are already coming free for. */
@@ -153,12 +191,45 @@ export class DeploySlots {
   }
 
   /**
+   * Takes back, for each waiting deploy whose user is below its share and that no slot
+   * already coming free will serve, the longest-held slot of a user over its share whose
+   * turn has ended; if a turn has yet to end, looks again then.
+   */
+  private takeTurns(): void {
+    clearTimeout(this.turnTimer);
+    this.turnTimer = undefined;
+    if (this.limits.turnMs <= 0 || this.queue.length === 0) return;
+    const users = new Set([...this.holders].map((holder) => holder.user));
+    for (const waiter of this.queue) users.add(waiter.user);
+    const share = Math.max(1, Math.floor(this.limits.concurrent / users.size));
+    let owed = -this.revoking;
+    const waiting = new Map<string, number>();
+    for (const waiter of this.queue) waiting.set(waiter.user, (waiting.get(waiter.user) ?? 0) + 1);
+    for (const [user, count] of waiting) owed += Math.min(count, Math.max(0, share - this.heldBy(user)));
+    const now = performance.now();
+    let due = Infinity;
+    for (const holder of this.holders) {
+      if (owed <= 0) return;
+      if (holder.revoked.aborted) continue;
+      const held = this.heldBy(holder.user, true);
+      if (held <= share) continue;
+      const ends = holder.since + this.limits.turnMs;
+      if (ends > now) due = Math.min(due, ends);
+      else {
+        holder.revoke(new TurnTaken(held, this.limits.concurrent, Math.round(this.limits.turnMs / 1000)));
+        owed -= 1;
+      }
+    }
+    if (owed > 0 && due !== Infinity) this.turnTimer = setTimeout(() => this.takeTurns(), due - now).unref();
+  }
+
+  /**
    * Takes the first waiter among those whose user holds the fewest slots; between users
    * holding as many, one other than `releasing` (who just gave a slot back): with a
    * single slot, a user must not win it again over another who waits.
    */
   private next(releasing: string): Waiter {
-    const rank = (waiter: Waiter): number => 2 * (this.held.get(waiter.user) ?? 0) + (waiter.user === releasing ? 1 : 0);
+    const rank = (waiter: Waiter): number => 2 * this.heldBy(waiter.user) + (waiter.user === releasing ? 1 : 0);
     let best = 0;
     for (let at = 1; at < this.queue.length; at += 1) if (rank(this.queue[at]!) < rank(this.queue[best]!)) best = at;
     return this.queue.splice(best, 1)[0]!;

@@ -47,6 +47,21 @@ export class TooManyDeploys extends define(503, 'too many deploys in progress, r
 /** A deploy still waiting for a slot when the service began to stop. */
 export class ServiceStopping extends define(503, 'service is shutting down, retry later', { 'Retry-After': String(RETRY_AFTER_SECONDS) }) {}
 
+/**
+ * A user's upload lost its slot to another user's deploy: the user held more than a fair
+ * share of the slots for longer than a turn while the other waited (deploy-slots.ts).
+ */
+export class TurnTaken extends HttpError {
+  readonly status = 503;
+  readonly publicMessage: string;
+  override readonly headers = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+  constructor(held: number, of: number, seconds: number) {
+    const message = `turn taken back: this user held ${held} of ${of} slots for over ${seconds} s while another user waited, retry later`;
+    super(message);
+    this.publicMessage = message;
+  }
+}
+
 /** The client stopped sending the body while the service was asking for it. */
 export class UploadStalled extends HttpError {
   readonly status = 408;

@@ -30,8 +30,9 @@ const collect = (globalThis as { gc?: Collect }).gc;
  * paused socket, its body read once its turn comes. The turns are slots of their own
  * (DeploySlots, apart from the deploys': an open builds nothing and is short, and should
  * not wait behind uploads, nor they behind it), so they are shared as those are: a freed
- * turn goes to the waiting open whose user reads the fewest, and a turn whose client
- * hardly sends is taken back for an open that waits (upload-body.ts). An open is refused
+ * turn goes to the waiting open whose user reads the fewest, a turn whose client hardly
+ * sends is taken back for an open that waits (upload-body.ts), and so is the longest-held
+ * of a user over its share at the end of a turn (DEPLOY_TURN_SECONDS). An open is refused
  * as a waiting deploy is (503 and Retry-After) when the queue is full, after `maxWaitMs`,
  * or at shutdown.
  */

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Slot } from './deploy-slots.js';
-import { ClientGone, type HttpError, UploadStalled, UploadTooLarge } from './http-errors.js';
+import { ClientGone, HttpError, UploadStalled, UploadTooLarge } from './http-errors.js';
 
 export interface UploadLimits {
   readonly maxBytes: number;
@@ -34,7 +34,11 @@ export const MOVING_BYTES_PER_SECOND = 8 * 1024;
 export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void } {
   const timers: NodeJS.Timeout[] = [];
   let stopped = false;
-  const onRevoked = (): void => failOnce(new UploadStalled(limits.stallSeconds, slow));
+  // Taken back at the end of a turn (a TurnTaken), or else because it went quiet.
+  const onRevoked = (): void => {
+    const reason: unknown = slot.revoked.reason;
+    failOnce(reason instanceof HttpError ? reason : new UploadStalled(limits.stallSeconds, slow));
+  };
   const stop = (): void => {
     stopped = true;
     for (const timer of timers) clearTimeout(timer);
