@@ -15,6 +15,8 @@ export class ServerError extends Error {
     message: string,
     /** The whole answer, for errors that carry more than a message (a publish's missing objects). */
     readonly body: Json = {},
+    /** Seconds the server asked to wait before trying again (Retry-After), where it said. */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -47,6 +49,8 @@ export interface DeployTarget {
 interface Reply {
   readonly status: number;
   readonly text: string;
+  /** Retry-After in seconds, where the answer gave it so. */
+  readonly retryAfter?: number;
 }
 
 const compress = promisify(gzip);
@@ -258,9 +262,10 @@ export class ApiClient {
         res.on('data', (chunk: string) => (text += chunk));
         res.on('error', (error) => fail(this.unreachable(error)));
         // An early answer (a refusal) ends the upload: the rest of the body is not wanted.
+        const retryAfter = /^[0-9]+$/.test(res.headers['retry-after'] ?? '') ? Number(res.headers['retry-after']) : undefined;
         res.on('end', () => {
           streamed?.destroy();
-          resolve({ status, text });
+          resolve({ status, text, retryAfter });
         });
       });
       if (sent) req.once('finish', sent);
@@ -275,7 +280,7 @@ export class ApiClient {
 
   /** Old calls answer `"status": "ok"`; the incremental protocol's answers carry no status, any 2xx is success. */
   private static answer(reply: Reply, options: { statusOk?: boolean } = {}): Json {
-    const { status, text } = reply;
+    const { status, text, retryAfter } = reply;
     if (status === 204) return {};
     let body: Json;
     try {
@@ -283,7 +288,7 @@ export class ApiClient {
     } catch {
       throw new ServerError(status, `the server answered ${status} with something that is not JSON`);
     }
-    if (status < 200 || status >= 300 || (options.statusOk && body.status !== 'ok')) throw new ServerError(status, String(body.error ?? `HTTP ${status}`), body);
+    if (status < 200 || status >= 300 || (options.statusOk && body.status !== 'ok')) throw new ServerError(status, String(body.error ?? `HTTP ${status}`), body, retryAfter);
     return body;
   }
 }

@@ -19,7 +19,14 @@ export interface DeployOptions {
   readonly preview?: string;
   readonly json?: boolean;
   readonly full?: boolean;
+  /** How many times a deploy the server turned away for now (503, Retry-After) is tried again; a whole number as typed. */
+  readonly retries?: string;
 }
+
+/** Tries again (`--retries`) unless told otherwise: a pipeline that meets a busy or restarting server should not fail for it. */
+const DEFAULT_RETRIES = 3;
+/** The longest wait between tries, whatever Retry-After says: a pipeline's time is bounded too. */
+const MOST_WAIT_SECONDS = 60;
 
 function hashed(folder: SiteFolder, remembered: RememberedFiles | undefined): Promise<CheckedFolder> {
   const meter = hashingMeter(folder.files.length);
@@ -121,12 +128,39 @@ async function cancelEarly(api: ApiClient, early: Early | undefined): Promise<vo
   if (session && !(session instanceof ServerError)) await api.deleteDeploy(session.id).catch(() => undefined);
 }
 
+function retriesOf(options: DeployOptions): number {
+  if (options.retries === undefined) return DEFAULT_RETRIES;
+  const retries = Number(options.retries);
+  if (!/^[0-9]+$/.test(options.retries) || retries > 100) throw new UsageError(`--retries must be a whole number from 0 to 100, not ${options.retries}`);
+  return retries;
+}
+
+/**
+ * A deploy the server turned away for now (503 with Retry-After: every slot taken and the
+ * queue full, a shutdown behind a rolling restart, a turn taken back for another user) is
+ * tried again from the start after the wait it asks for, up to `--retries` times. It left
+ * nothing behind (the server keeps nothing of it), so trying again is safe.
+ */
+export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
+  const retries = retriesOf(options);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await deployOnce(api, path, options);
+    } catch (error) {
+      if (!(error instanceof ServerError && error.status === 503 && error.retryAfter !== undefined && attempt <= retries)) throw error;
+      const seconds = Math.min(error.retryAfter, MOST_WAIT_SECONDS);
+      err(`the server cannot take this deploy now (${error.message}): trying again in ${seconds} s (${attempt} of ${retries})`);
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    }
+  }
+}
+
 /**
  * A folder goes incrementally (only what the server lacks), or whole with --full, when
  * most of it is new to the server, when the server has no room for another session
  * (429), or when the server predates the protocol; a .tar.gz goes as it is.
  */
-export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
+async function deployOnce(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
   const info = await stat(path).catch(() => {
     throw new UsageError(`${path} does not exist`);
   });

@@ -11,6 +11,7 @@ export function deployCommand(cli: Command): void {
     .option('--full', 'send the whole folder as one archive, even to a server that could take only what changed')
     .addHelpText('after', '\nA folder\'s manifest goes relative to the last release deployed from this machine, kept in SITEDROP_CACHE_DIR\n(default $XDG_CACHE_HOME/sitedrop or ~/.cache/sitedrop); keep that directory between CI runs to send less.')
     .option('--json', "print the server's response, with what was sent and skipped")
+    .option('--retries <n>', 'times to try again when the server turns the deploy away for now (503: busy, restarting), after the wait it asks for (at most 60 s; default 3)')
     .action(async (path: string, options: DeployOptions, command: Command) => {
       // The deploy path (hashing, node-tar, the progress bars) loads only when a deploy runs.
       const api = await userClient(command);
