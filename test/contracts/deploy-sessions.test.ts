@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { KyselyDeploySessions } from '../../src/adapters/db/kysely-deploy-sessions.js';
@@ -310,6 +310,38 @@ if (PG_URL) {
   deploySessionsContract('postgresql server', async () => {
     const { db, close } = await postgresDatabase();
     return { sessions: new KyselyDeploySessions(db), close };
+  });
+
+  /**
+   * A batch's mark and a revision on two replicas: the revision's update waits on the row
+   * the batch's uncommitted mark holds, and must be judged on the committed mark, not on
+   * what its transaction read before. A revision that read the mark and then updated
+   * without it as a condition would land here, over uploads already under way.
+   */
+  it('postgresql server: a revision waiting on a batch\'s uncommitted mark is refused once the mark commits', async () => {
+    const { db, close } = await postgresDatabase();
+    try {
+      const sessions = new KyselyDeploySessions(db);
+      const id = (await sessions.open(session(), limit(8), at(1)))!;
+      const changed = PackedManifest.pack(manifestOf([{ path: 'b.html', size: 3, digest: 'b'.repeat(64) as Digest }]));
+      await db.connection().execute(async (batch) => {
+        await sql`begin`.execute(batch);
+        await sql`update deploy_sessions set uploads_begun = 1 where id = ${id}`.execute(batch);
+        const revision = sessions.replaceManifest(id, { holding: holding(changed, [], 3), from: { version: 0, beforeUploads: true }, expiresAt: at(30), now: at(2), userMaxBytes: undefined });
+        const outcome = revision.then(() => 'replaced', (error: unknown) => error);
+        const waiting = async () => Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db)).rows[0]!.n);
+        for (let tries = 0; (await waiting()) === 0; tries++) {
+          if (tries > 500) throw new Error('the revision never waited on the row');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await sql`commit`.execute(batch);
+        expect(await outcome).toBeInstanceOf(SessionUploadedAlready);
+      });
+      expect(await sessions.find(id)).toMatchObject({ version: 0, uploadBytes: 12, expiresAt: at(60) });
+      expect(filesOf((await sessions.find(id))?.manifest)).toEqual(filesOf(session().manifest));
+    } finally {
+      await close();
+    }
   });
 }
 
