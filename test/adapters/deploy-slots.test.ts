@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DeploySlots } from '../../src/adapters/http/deploy-slots.js';
 import { ClientGone, ServiceStopping, TooManyDeploys, TurnTaken } from '../../src/adapters/http/http-errors.js';
 
@@ -191,111 +191,186 @@ describe('DeploySlots', () => {
     b.release();
   });
 
-  describe('turns: no user holds more than its share for ever while another waits', () => {
-    const TURN = 80;
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  describe('turns: no user keeps more than its share for ever while another waits (fake timers)', () => {
+    const TURN = 60_000;
+    beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] }));
+    afterEach(() => void vi.useRealTimers());
+    /** Where a waiter stands once the promises queued so far have run. */
+    const stateOf = async <T>(p: Promise<T>): Promise<'pending' | 'granted' | Error> => {
+      let state: 'pending' | 'granted' | Error = 'pending';
+      p.then(() => (state = 'granted'), (e: Error) => (state = e));
+      await new Promise((resolve) => setImmediate(resolve));
+      return state;
+    };
+    const limits = (concurrent: number, queued = 5) => ({ concurrent, queued, maxWaitMs: 3_600_000, turnMs: TURN });
 
     it("a user holding every slot loses its longest-held one to another user's deploy once that slot's turn ends, and no sooner", async () => {
-      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const slots = new DeploySlots(limits(2));
       const older = await slots.acquire('hog', never);
-      await sleep(20);
+      vi.advanceTimersByTime(1_000);
       const newer = await slots.acquire('hog', never);
       const other = slots.acquire('other', never);
+      vi.advanceTimersByTime(TURN - 1_001);
       expect(older.revoked.aborted).toBe(false);
-      await sleep(TURN / 2);
-      expect(older.revoked.aborted).toBe(false);
-      await sleep(TURN);
+      vi.advanceTimersByTime(1);
       expect(older.revoked.aborted).toBe(true);
-      expect(older.revoked.reason).toBeInstanceOf(TurnTaken);
-      expect((older.revoked.reason as TurnTaken).publicMessage).toMatch(/^turn taken back: this user held 2 of 2 slots for over \d+ s while another user waited, retry later$/);
-      expect((older.revoked.reason as TurnTaken).status).toBe(503);
-      expect((older.revoked.reason as TurnTaken).headers['Retry-After']).toMatch(/^[1-9]\d*$/);
+      const reason = older.revoked.reason as TurnTaken;
+      expect(reason).toBeInstanceOf(TurnTaken);
+      expect(reason.publicMessage).toBe('turn taken back: this user held 2 of 2 slots for over 60 s while another user waited, retry later');
+      expect(reason.status).toBe(503);
+      expect(reason.headers['Retry-After']).toMatch(/^[1-9]\d*$/);
       // One per waiting deploy: the newer slot is within the hog's share now.
-      await sleep(TURN);
+      vi.advanceTimersByTime(2 * TURN);
       expect(newer.revoked.aborted).toBe(false);
-      expect(await settled(other)).toBe('pending');
+      expect(await stateOf(other)).toBe('pending');
       older.release();
-      expect(await settled(other)).toBe('granted');
+      expect(await stateOf(other)).toBe('granted');
       (await other).release();
       newer.release();
     });
 
-    it('a user within its share keeps its slot however long, and so does one whose waiting deploys are its own', async () => {
-      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+    it('a user within its share keeps its slot however long, and so does one whose waiting deploys are its own, and the holder of the one slot', async () => {
+      const slots = new DeploySlots(limits(2));
       const a = await slots.acquire('a', never);
       const b = await slots.acquire('b', never);
       const c = slots.acquire('c', never);
-      await sleep(2 * TURN);
+      vi.advanceTimersByTime(2 * TURN);
       expect([a.revoked.aborted, b.revoked.aborted]).toEqual([false, false]);
       b.release();
-      expect(await settled(c)).toBe('granted');
+      expect(await stateOf(c)).toBe('granted');
       a.release();
       (await c).release();
 
-      const one = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const one = new DeploySlots(limits(2));
       const held = [await one.acquire('u', never), await one.acquire('u', never)];
       const own = one.acquire('u', never);
-      await sleep(2 * TURN);
-      expect(held.map((s) => s.revoked.aborted)).toEqual([false, false]);
-      expect(await settled(own)).toBe('pending');
+      vi.advanceTimersByTime(2 * TURN);
+      expect(held.map((h) => h.revoked.aborted)).toEqual([false, false]);
       held[0]!.release();
       (await own).release();
       held[1]!.release();
+
+      // A share smaller than the one slot is no share: DEPLOYS_MAX_CONCURRENT=1 cannot be shared by turns.
+      const single = new DeploySlots(limits(1));
+      const holder = await single.acquire('hog', never);
+      const waiting = single.acquire('other', never);
+      vi.advanceTimersByTime(2 * TURN);
+      expect(holder.revoked.aborted).toBe(false);
+      holder.release();
+      (await waiting).release();
     });
 
     it('takes back as many slots as waiting users are owed: two others waiting cost a hog of three slots two, a second deploy of the same other none more', async () => {
-      const slots = new DeploySlots({ concurrent: 3, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const slots = new DeploySlots(limits(3));
       const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never), await slots.acquire('hog', never)];
-      await sleep(TURN + 10);
+      vi.advanceTimersByTime(TURN);
       const b1 = slots.acquire('b', never);
       const b2 = slots.acquire('b', never);
-      // share 1 for each of two users: b is owed one slot, not two.
-      expect(hog.map((s) => s.revoked.aborted)).toEqual([true, false, false]);
+      // The share of two users of three slots: b is owed one, and the hog may keep two.
+      expect(hog.map((h) => h.revoked.aborted)).toEqual([true, false, false]);
       const c = slots.acquire('c', never);
-      expect(hog.map((s) => s.revoked.aborted)).toEqual([true, true, false]);
+      expect(hog.map((h) => h.revoked.aborted)).toEqual([true, true, false]);
       hog[0]!.release();
       hog[1]!.release();
-      expect([await settled(b1), await settled(c), await settled(b2)]).toEqual(['granted', 'granted', 'pending']);
+      expect([await stateOf(b1), await stateOf(c), await stateOf(b2)]).toEqual(['granted', 'granted', 'pending']);
       // The hog keeps its last slot: it is its share.
-      await sleep(TURN);
+      vi.advanceTimersByTime(TURN);
       expect(hog[2]!.revoked.aborted).toBe(false);
       hog[2]!.release();
-      expect(await settled(b2)).toBe('granted');
-      for (const s of [b1, c, b2]) (await s).release();
+      expect(await stateOf(b2)).toBe('granted');
+      for (const w of [b1, c, b2]) (await w).release();
+    });
+
+    it('cuts the user keeping the most beyond its share, not whoever was granted first', async () => {
+      const slots = new DeploySlots(limits(5));
+      const b = [await slots.acquire('b', never), await slots.acquire('b', never)];
+      const a = [await slots.acquire('a', never), await slots.acquire('a', never), await slots.acquire('a', never)];
+      vi.advanceTimersByTime(TURN);
+      const c = slots.acquire('c', never);
+      // Five slots over three users: b's two are its share rounded up; a's three are one too many.
+      expect(b.map((h) => h.revoked.aborted)).toEqual([false, false]);
+      expect(a.map((h) => h.revoked.aborted)).toEqual([true, false, false]);
+      a[0]!.release();
+      const granted = await c;
+      // A fourth user: five slots over four is one each, two rounded up, which a and b keep.
+      const d = slots.acquire('d', never);
+      vi.advanceTimersByTime(2 * TURN);
+      expect([...b, ...a.slice(1), granted].map((h) => h.revoked.aborted)).toEqual([false, false, false, false, false]);
+      granted.release();
+      (await d).release();
+      for (const h of [...a.slice(1), ...b]) h.release();
+
+      // Two users over their share: the one keeping the most loses first, though the other's slots are older.
+      const eight = new DeploySlots(limits(8));
+      const older = [await eight.acquire('a', never), await eight.acquire('a', never), await eight.acquire('a', never)];
+      const more = await Promise.all([1, 2, 3, 4, 5].map(() => eight.acquire('b', never)));
+      vi.advanceTimersByTime(TURN);
+      const waiters = [eight.acquire('c', never), eight.acquire('d', never)];
+      expect(older.map((h) => h.revoked.aborted)).toEqual([false, false, false]);
+      expect(more.map((h) => h.revoked.aborted)).toEqual([true, true, false, false, false]);
+      for (const h of [...older, ...more]) h.release();
+      for (const w of waiters) (await w).release();
     });
 
     it("counts a slot already coming free (a quiet holder's) toward what the waiter is owed, and a waiter that leaves stops the clock", async () => {
-      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const slots = new DeploySlots(limits(2));
       const [a, b] = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
       b.quiet(true);
       const other = slots.acquire('other', never);
       expect(b.revoked.aborted).toBe(true);
-      await sleep(TURN + 20);
+      vi.advanceTimersByTime(2 * TURN);
       expect(a.revoked.aborted).toBe(false);
       b.release();
       (await other).release();
-
       a.release();
 
-      // Two fresh slots of the hog's; another user's deploy waits, then leaves before their turn ends.
-      const fresh = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: TURN });
+      const fresh = new DeploySlots(limits(2));
       const held = [await fresh.acquire('hog', never), await fresh.acquire('hog', never)];
       const client = new AbortController();
       const gone = fresh.acquire('other', client.signal);
-      await sleep(TURN / 2);
+      vi.advanceTimersByTime(TURN / 2);
       client.abort();
       await expect(gone).rejects.toBeInstanceOf(ClientGone);
-      await sleep(TURN);
+      vi.advanceTimersByTime(2 * TURN);
       expect(held.map((h) => h.revoked.aborted)).toEqual([false, false]);
       for (const h of held) h.release();
     });
 
+    it("a full queue makes room for another user by refusing the newest waiter of the user holding and waiting for the most; between near equals it refuses the newcomer", async () => {
+      const slots = new DeploySlots(limits(2, 2));
+      const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
+      const queued = [slots.acquire('hog', never), slots.acquire('hog', never)];
+      const other = slots.acquire('other', never);
+      expect(await stateOf(queued[1]!)).toBeInstanceOf(TooManyDeploys);
+      expect(await stateOf(queued[0]!)).toBe('pending');
+      expect(slots.waiting).toBe(2);
+      // The hog now holds two and waits for one (3); another newcomer of the hog's is refused itself.
+      await expect(slots.acquire('hog', never)).rejects.toBeInstanceOf(TooManyDeploys);
+      vi.advanceTimersByTime(TURN);
+      expect(hog.map((h) => h.revoked.aborted)).toEqual([true, false]);
+      hog[0]!.release();
+      expect(await stateOf(other)).toBe('granted');
+      (await other).release();
+      hog[1]!.release();
+      (await queued[0]!).release();
+
+      // a holds one and waits for one, b holds one: b's second deploy would only swap the imbalance.
+      const near = new DeploySlots(limits(2, 1));
+      const [a1, b1] = [await near.acquire('a', never), await near.acquire('b', never)];
+      const a2 = near.acquire('a', never);
+      await expect(near.acquire('b', never)).rejects.toBeInstanceOf(TooManyDeploys);
+      expect(await stateOf(a2)).toBe('pending');
+      a1.release();
+      (await a2).release();
+      b1.release();
+    });
+
     it('with turnMs 0 a user keeps every slot it holds', async () => {
-      const slots = new DeploySlots({ concurrent: 2, queued: 5, maxWaitMs: 60_000, turnMs: 0 });
+      const slots = new DeploySlots({ ...limits(2), turnMs: 0 });
       const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never)];
       const other = slots.acquire('other', never);
-      await sleep(TURN);
-      expect(hog.map((s) => s.revoked.aborted)).toEqual([false, false]);
+      vi.advanceTimersByTime(10 * TURN);
+      expect(hog.map((h) => h.revoked.aborted)).toEqual([false, false]);
       hog[0]!.release();
       (await other).release();
       hog[1]!.release();

@@ -115,8 +115,10 @@ describe('sitedrop deploy against a server that is busy for now (the built CLI, 
     expect(unauthorised.stderr).toContain('unauthorized');
     expect(requests(mark)).toEqual(['POST /api/v1/deploy 401']);
 
+    const before = proxy.seen.length;
     const bad = await runNode([CLI, 'deploy', archive, '--project', 'site', '--retries', 'many'], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--retries must be a whole number from 0 to 100, not many');
+    expect(proxy.seen.length).toBe(before);
   }, 60_000);
 });

@@ -261,8 +261,8 @@ export class ApiClient {
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
         res.on('error', (error) => fail(this.unreachable(error)));
-        // An early answer (a refusal) ends the upload: the rest of the body is not wanted.
         const retryAfter = /^[0-9]+$/.test(res.headers['retry-after'] ?? '') ? Number(res.headers['retry-after']) : undefined;
+        // An early answer (a refusal) ends the upload: the rest of the body is not wanted.
         res.on('end', () => {
           streamed?.destroy();
           resolve({ status, text, retryAfter });

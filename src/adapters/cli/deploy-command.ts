@@ -138,8 +138,9 @@ function retriesOf(options: DeployOptions): number {
 /**
  * A deploy the server turned away for now (503 with Retry-After: every slot taken and the
  * queue full, a shutdown behind a rolling restart, a turn taken back for another user) is
- * tried again from the start after the wait it asks for, up to `--retries` times. It left
- * nothing behind (the server keeps nothing of it), so trying again is safe.
+ * tried again from the start after the wait it asks for, up to `--retries` times. Nothing
+ * of it went live (the server answers 503 only before a publish), so trying again is safe;
+ * an incremental deploy's session was deleted as the try failed.
  */
 export async function deploy(api: ApiClient, path: string, options: DeployOptions): Promise<void> {
   const retries = retriesOf(options);

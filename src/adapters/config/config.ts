@@ -214,9 +214,9 @@ export function loadConfig(env: Env = process.env): Config {
     // 5: far above an honest upload's longest silence, room for a lossy link's retransmissions,
     // short enough that stalled uploads cannot starve the queue (docs/performance.md, "A flood of deploys").
     uploadStallSeconds: integer(env, 'UPLOAD_STALL_SECONDS', 5, 0, 3600),
-    // 60: a deploy of a few hundred MB on a modest link ends within it, and a waiting deploy
-    // is served before its 120 s in the queue run out (docs/security.md).
-    deployTurnSeconds: integer(env, 'DEPLOY_TURN_SECONDS', 60, 0, 3600),
+    // 60: a typical site's deploy ends well within it. At most 110, so that a deploy that
+    // waits for a turn to end is served before its 120 s in the queue run out.
+    deployTurnSeconds: integer(env, 'DEPLOY_TURN_SECONDS', 60, 0, 110),
     webServerReload: optionalText(env, 'WEBSERVER_RELOAD'),
     caddyAdmin: optionalText(env, 'CADDY_ADMIN'),
     domainsRoot,

@@ -69,6 +69,8 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot:
       return;
     }
     file = stream;
+    // The archive is all the deploy reads: once it is in, the slot is the unpacking's.
+    stream.once('end', () => watch.delivered());
     settleArchive(stream);
   });
   parser.on('close', () => {

@@ -66,10 +66,12 @@ interface Holder {
  *
  * Nor may a user hold more than a fair share for ever: uploads that move just fast enough
  * never go quiet, and would keep another user waiting for hours. A user's share is the
- * slots over the users holding or waiting for them (at least one). While another user
- * below its share waits, a user over its share loses its longest-held slot once that has
- * been held for a turn (`turnMs`); within its share a user is never cut off, and a deploy
- * that ends within a turn is never touched.
+ * slots over the users holding or waiting for them. While another user below its share
+ * waits, the user keeping the most beyond its share loses its longest-held slot once that
+ * has been held for a turn (`turnMs`); within its share a user is never cut off, and a
+ * deploy that ends within a turn is never touched. So that one user's deploys cannot
+ * keep others from waiting at all, a full queue makes room for a newcomer by refusing the
+ * newest waiter of the user with the most slots held and waited for.
  */
 export class DeploySlots {
   /** The slots held, in the order they were granted. */
@@ -99,7 +101,11 @@ export class DeploySlots {
     if (signal.aborted) return Promise.reject(new ClientGone());
     // Slots are handed on as soon as they free, so a free one means no one is waiting.
     if (this.holders.size < this.limits.concurrent) return Promise.resolve(this.take(user));
-    if (this.queue.length >= this.limits.queued) return Promise.reject(new TooManyDeploys());
+    if (this.queue.length >= this.limits.queued) {
+      const crowdedOut = this.crowdOut(user);
+      if (crowdedOut === undefined) return Promise.reject(new TooManyDeploys());
+      crowdedOut.refuse(new TooManyDeploys());
+    }
     return new Promise<Slot>((resolve, reject) => {
       const settle = (): void => {
         clearTimeout(timer);
@@ -192,8 +198,10 @@ export class DeploySlots {
 
   /**
    * Takes back, for each waiting deploy whose user is below its share and that no slot
-   * already coming free will serve, the longest-held slot of a user over its share whose
-   * turn has ended; if a turn has yet to end, looks again then.
+   * already coming free will serve, a slot whose turn has ended from the user keeping the
+   * most beyond its share (its longest-held); if a turn has yet to end, looks again then.
+   * A waiter is owed the share rounded down (at least one); a holder may keep it rounded
+   * up, so a user that has no more than its due is never cut off.
    */
   private takeTurns(): void {
     clearTimeout(this.turnTimer);
@@ -201,26 +209,47 @@ export class DeploySlots {
     if (this.limits.turnMs <= 0 || this.queue.length === 0) return;
     const users = new Set([...this.holders].map((holder) => holder.user));
     for (const waiter of this.queue) users.add(waiter.user);
-    const share = Math.max(1, Math.floor(this.limits.concurrent / users.size));
+    const owedShare = Math.max(1, Math.floor(this.limits.concurrent / users.size));
+    const keptShare = Math.ceil(this.limits.concurrent / users.size);
     let owed = -this.revoking;
-    const waiting = new Map<string, number>();
-    for (const waiter of this.queue) waiting.set(waiter.user, (waiting.get(waiter.user) ?? 0) + 1);
-    for (const [user, count] of waiting) owed += Math.min(count, Math.max(0, share - this.heldBy(user)));
+    for (const [user, count] of countBy(this.queue)) owed += Math.min(count, Math.max(0, owedShare - this.heldBy(user)));
     const now = performance.now();
     let due = Infinity;
-    for (const holder of this.holders) {
-      if (owed <= 0) return;
-      if (holder.revoked.aborted) continue;
-      const held = this.heldBy(holder.user, true);
-      if (held <= share) continue;
-      const ends = holder.since + this.limits.turnMs;
-      if (ends > now) due = Math.min(due, ends);
-      else {
-        holder.revoke(new TurnTaken(held, this.limits.concurrent, Math.round(this.limits.turnMs / 1000)));
-        owed -= 1;
+    while (owed > 0) {
+      const keeps = countBy([...this.holders].filter((holder) => !holder.revoked.aborted));
+      let taken: Holder | undefined;
+      // Holders in the order granted: a user's first found is its longest-held.
+      for (const holder of this.holders) {
+        const kept = keeps.get(holder.user) ?? 0;
+        if (holder.revoked.aborted || kept <= keptShare) continue;
+        const ends = holder.since + this.limits.turnMs;
+        if (ends > now) due = Math.min(due, ends);
+        else if (taken === undefined || kept > keeps.get(taken.user)!) taken = holder;
       }
+      if (taken === undefined) break;
+      taken.revoke(new TurnTaken(keeps.get(taken.user)!, this.limits.concurrent, Math.round(this.limits.turnMs / 1000)));
+      owed -= 1;
     }
     if (owed > 0 && due !== Infinity) this.turnTimer = setTimeout(() => this.takeTurns(), due - now).unref();
+  }
+
+  /**
+   * With the queue full, the newest waiter of the user with the most slots held and
+   * waited for, if that is two or more beyond `user`'s, taken out of the queue: else one
+   * user's deploys could fill it, and another user could never wait, nor be owed a turn.
+   */
+  private crowdOut(user: string): Waiter | undefined {
+    const weights = countBy([...this.holders, ...this.queue]);
+    let heaviest: string | undefined;
+    // Beyond the newcomer's own weight once it waits: a swap between equals changes nothing.
+    let most = (weights.get(user) ?? 0) + 1;
+    for (const waiter of this.queue) {
+      const weight = weights.get(waiter.user)!;
+      if (weight > most) [heaviest, most] = [waiter.user, weight];
+    }
+    if (heaviest === undefined) return undefined;
+    for (let at = this.queue.length - 1; at >= 0; at -= 1) if (this.queue[at]!.user === heaviest) return this.queue.splice(at, 1)[0];
+    return undefined;
   }
 
   /**
@@ -234,4 +263,11 @@ export class DeploySlots {
     for (let at = 1; at < this.queue.length; at += 1) if (rank(this.queue[at]!) < rank(this.queue[best]!)) best = at;
     return this.queue.splice(best, 1)[0]!;
   }
+}
+
+/** How many of `items` each user has. */
+function countBy(items: Iterable<{ readonly user: string }>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const { user } of items) counts.set(user, (counts.get(user) ?? 0) + 1);
+  return counts;
 }

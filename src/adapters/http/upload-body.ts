@@ -25,24 +25,88 @@ export const NO_SLOT: UploadSlot = { quiet: () => undefined, revoked: new AbortC
 export const MOVING_BYTES_PER_SECOND = 8 * 1024;
 
 /**
+ * Each span of `stallSeconds` judges the bytes it brought, for a client that is never
+ * silent but hardly sends. A span the pipe held the request paused for half of or more
+ * is the unpacking's, not the client's; a moment's pause (a burst filling the pipe's
+ * buffer, which a client can cause at will) excuses nothing.
+ */
+class UploadSpans {
+  private bytes = 0;
+  private pausedMs = 0;
+  private pausedAt: number | undefined;
+  /** What the last span brought, while that was too few: what a 408 for it says. */
+  private slowBy: number | undefined;
+  private readonly enough: number;
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(stallSeconds: number, tooFew: () => void) {
+    const spanMs = stallSeconds * 1000;
+    this.enough = stallSeconds * MOVING_BYTES_PER_SECOND;
+    this.timer = stallSeconds > 0 ? setInterval(() => {
+      const now = performance.now();
+      if (this.pausedAt !== undefined) {
+        this.pausedMs += now - this.pausedAt;
+        this.pausedAt = now;
+      }
+      this.slowBy = this.pausedMs * 2 >= spanMs || this.bytes >= this.enough ? undefined : this.bytes;
+      if (this.slowBy !== undefined) tooFew();
+      this.bytes = 0;
+      this.pausedMs = 0;
+    }, spanMs) : undefined;
+  }
+
+  get slow(): number | undefined {
+    return this.slowBy;
+  }
+
+  received(bytes: number): void {
+    this.bytes += bytes;
+  }
+
+  paused(): void {
+    this.pausedAt ??= performance.now();
+  }
+
+  resumed(): void {
+    if (this.pausedAt !== undefined) this.pausedMs += performance.now() - this.pausedAt;
+    this.pausedAt = undefined;
+  }
+
+  /** Whether the upload moves again: a slow span is made good only by enough bytes in the next. */
+  moving(): boolean {
+    if (this.slowBy !== undefined && this.bytes < this.enough) return false;
+    this.slowBy = undefined;
+    return true;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/**
  * Watches an upload's body as it streams: past `maxBytes` it is too large, a client
  * that hangs up is gone, and one silent for `idleSeconds` while the body is wanted has
  * stalled. Sending fewer than MOVING_BYTES_PER_SECOND over a span of `stallSeconds`, it
  * tells `slot` it is quiet, and has stalled as soon as the slot is taken back for a
- * deploy that waits. Each failure calls `fail` once; `stop` ends the watching.
+ * deploy that waits. Each failure calls `fail` once; `stop` ends the watching, and
+ * `delivered` says the deploy has what it needs, after which the slot is not given up.
  */
-export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void } {
+export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void; delivered(): void } {
   const timers: NodeJS.Timeout[] = [];
   let stopped = false;
+  let needed = true;
+  const quiet = (isQuiet: boolean): void => slot.quiet(isQuiet && needed);
+  const spans = new UploadSpans(limits.stallSeconds, () => quiet(true));
   // Taken back at the end of a turn (a TurnTaken), or else because it went quiet.
   const onRevoked = (): void => {
     const reason: unknown = slot.revoked.reason;
-    failOnce(reason instanceof HttpError ? reason : new UploadStalled(limits.stallSeconds, slow));
+    failOnce(reason instanceof HttpError ? reason : new UploadStalled(limits.stallSeconds, spans.slow));
   };
   const stop = (): void => {
     stopped = true;
     for (const timer of timers) clearTimeout(timer);
-    clearInterval(spans);
+    spans.stop();
     slot.revoked.removeEventListener('abort', onRevoked);
     slot.quiet(false);
   };
@@ -58,48 +122,31 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
     if (seconds > 0) timers.push(setTimeout(() => !req.isPaused() && then(), seconds * 1000));
   };
   afterSilence(limits.idleSeconds, () => failOnce(new UploadStalled(limits.idleSeconds)));
-  afterSilence(limits.stallSeconds, () => slot.quiet(true));
-  // And each span of `stallSeconds` judges the bytes it brought, for a client that is never
-  // silent but hardly sends. A span the pipe held the request paused for half of or more
-  // is the unpacking's, not the client's; a moment's pause (a burst filling the pipe's
-  // buffer, which a client can cause at will) excuses nothing.
-  const spanMs = limits.stallSeconds * 1000;
-  const enough = limits.stallSeconds * MOVING_BYTES_PER_SECOND;
-  let spanBytes = 0;
-  let pausedMs = 0;
-  let pausedAt: number | undefined;
-  /** What the last span brought, while that was too few: what a 408 for it says. */
-  let slow: number | undefined;
-  const spans = limits.stallSeconds > 0 ? setInterval(() => {
-    const now = performance.now();
-    if (pausedAt !== undefined) {
-      pausedMs += now - pausedAt;
-      pausedAt = now;
-    }
-    slow = pausedMs * 2 >= spanMs || spanBytes >= enough ? undefined : spanBytes;
-    if (slow !== undefined) slot.quiet(true);
-    spanBytes = 0;
-    pausedMs = 0;
-  }, spanMs) : undefined;
+  afterSilence(limits.stallSeconds, () => quiet(true));
   const moving = (): void => {
     for (const timer of timers) timer.refresh();
-    if (slow !== undefined && spanBytes < enough) return;
-    slow = undefined;
-    slot.quiet(false);
+    if (spans.moving()) slot.quiet(false);
   };
   slot.revoked.addEventListener('abort', onRevoked, { once: true });
+  // Taking the slot back now would only waste the work done, and could put a 503 for
+  // now in place of the deploy's own answer (a refusal the client must not retry). The
+  // rest of the body is still read under the byte and silence limits.
+  const delivered = (): void => {
+    needed = false;
+    slot.revoked.removeEventListener('abort', onRevoked);
+    slot.quiet(false);
+  };
 
   let received = 0;
   req.on('data', (chunk: Buffer) => {
     received += chunk.length;
-    spanBytes += chunk.length;
+    spans.received(chunk.length);
     if (received > limits.maxBytes) failOnce(new UploadTooLarge());
     if (!stopped) moving();
   });
-  req.on('pause', () => (pausedAt ??= performance.now()));
+  req.on('pause', () => spans.paused());
   req.on('resume', () => {
-    if (pausedAt !== undefined) pausedMs += performance.now() - pausedAt;
-    pausedAt = undefined;
+    spans.resumed();
     if (!stopped && !req.complete) moving();
   });
   req.on('close', () => {
@@ -109,7 +156,7 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
   });
   // The whole body is in: nothing more to wait for, and the slot is the unpacking's.
   req.on('end', () => !stopped && stop());
-  return { stop };
+  return { stop, delivered };
 }
 
 /**

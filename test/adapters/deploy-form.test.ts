@@ -1,0 +1,48 @@
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { readDeployForm } from '../../src/adapters/http/deploy-form.js';
+import { TurnTaken } from '../../src/adapters/http/http-errors.js';
+import { multipart } from '../support/raw-http.js';
+
+/** A request as the form reads it: a stream with the headers and flags watchUpload looks at. */
+function request(): IncomingMessage & PassThrough {
+  return Object.assign(new PassThrough(), { headers: { 'content-type': 'multipart/form-data; boundary=FormB0undary' }, complete: false }) as unknown as IncomingMessage & PassThrough;
+}
+
+const LIMITS = { maxBytes: 1024 * 1024, idleSeconds: 0, stallSeconds: 0 };
+
+async function drained(archive: Readable): Promise<void> {
+  for await (const chunk of archive) void chunk;
+}
+
+describe('readDeployForm and its deploy slot', () => {
+  const body = multipart('FormB0undary', [{ name: 'project', body: 'site' }, { name: 'file', filename: 'site.tgz', body: Buffer.alloc(4096, 7) }]);
+
+  it('a slot taken back while the archive is still coming fails the form with the reason it was taken back', async () => {
+    const req = request();
+    const revocation = new AbortController();
+    const form = readDeployForm(req, LIMITS, { quiet: () => undefined, revoked: revocation.signal });
+    req.write(body.subarray(0, 300));
+    expect(await form.project).toBe('site');
+    const archive = (await form.archive)!;
+    revocation.abort(new TurnTaken(2, 2, 60));
+    await expect(drained(archive)).rejects.toBeInstanceOf(TurnTaken);
+    expect(form.failure()).toBeInstanceOf(TurnTaken);
+  });
+
+  it('once the archive is in, a slot taken back changes nothing: the deploy goes on and answers for itself', async () => {
+    const req = request();
+    const revocation = new AbortController();
+    const quiet: boolean[] = [];
+    const form = readDeployForm(req, LIMITS, { quiet: (q) => quiet.push(q), revoked: revocation.signal });
+    // All but the closing delimiter's last bytes: the file part has ended, the request has not.
+    req.write(body.subarray(0, body.length - 4));
+    await drained((await form.archive)!);
+    revocation.abort(new TurnTaken(2, 2, 60));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(form.failure()).toBeUndefined();
+    expect(quiet.at(-1)).toBe(false);
+    req.end(body.subarray(body.length - 4));
+  });
+});
