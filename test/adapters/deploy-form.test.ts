@@ -31,18 +31,34 @@ describe('readDeployForm and its deploy slot', () => {
     expect(form.failure()).toBeInstanceOf(TurnTaken);
   });
 
-  it('once the archive is in, a slot taken back changes nothing: the deploy goes on and answers for itself', async () => {
+  it('once the archive and the fields are in, a slot taken back changes nothing: the deploy goes on and answers for itself', async () => {
     const req = request();
     const revocation = new AbortController();
     const quiet: boolean[] = [];
     const form = readDeployForm(req, LIMITS, { quiet: (q) => quiet.push(q), revoked: revocation.signal });
+    const preview = multipart('FormB0undary', [{ name: 'project', body: 'site' }, { name: 'preview', body: 'pr-1' }, { name: 'file', filename: 'site.tgz', body: Buffer.alloc(4096, 7) }]);
     // All but the closing delimiter's last bytes: the file part has ended, the request has not.
-    req.write(body.subarray(0, body.length - 4));
+    req.write(preview.subarray(0, preview.length - 4));
     await drained((await form.archive)!);
+    await new Promise((resolve) => setImmediate(resolve));
     revocation.abort(new TurnTaken(2, 2, 60));
     await new Promise((resolve) => setImmediate(resolve));
     expect(form.failure()).toBeUndefined();
     expect(quiet.at(-1)).toBe(false);
-    req.end(body.subarray(body.length - 4));
+    req.end(preview.subarray(preview.length - 4));
+  });
+
+  it('the archive in but a field still to come (a project after the file): a slot taken back still fails the form', async () => {
+    const req = request();
+    const revocation = new AbortController();
+    const form = readDeployForm(req, LIMITS, { quiet: () => undefined, revoked: revocation.signal });
+    const fileFirst = multipart('FormB0undary', [{ name: 'file', filename: 'site.tgz', body: Buffer.alloc(4096, 7) }, { name: 'project', body: 'site-dripped-slowly' }]);
+    // Up to the middle of the project's value: the file part has ended, the field has not.
+    req.write(fileFirst.subarray(0, fileFirst.length - 30));
+    await drained((await form.archive)!);
+    await new Promise((resolve) => setImmediate(resolve));
+    revocation.abort(new TurnTaken(2, 2, 60));
+    expect(form.failure()).toBeInstanceOf(TurnTaken);
+    expect(await form.project).toBeUndefined();
   });
 });

@@ -69,9 +69,12 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot:
       return;
     }
     file = stream;
-    // The archive is all the deploy reads: once it is in, the slot is the unpacking's.
-    stream.once('end', () => watch.delivered());
     settleArchive(stream);
+    // Once the archive and the fields the deploy waits for are in (a `project` may follow
+    // the file), the slot is the unpacking's. Not sooner, or a client could send the
+    // archive and then drip a field, its slot beyond taking back.
+    const ended = new Promise((resolve) => stream.once('end', resolve));
+    void Promise.all([ended, project, preview]).then(() => watch.delivered());
   });
   parser.on('close', () => {
     settleProject(undefined);
