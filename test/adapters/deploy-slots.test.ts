@@ -365,6 +365,30 @@ describe('DeploySlots', () => {
       b1.release();
     });
 
+    it('a kept slot (its work has all it needs) is taken back neither at a turn\'s end nor for going quiet: another of its user\'s is', async () => {
+      const slots = new DeploySlots(limits(3));
+      const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never), await slots.acquire('hog', never)];
+      hog[0]!.keep();
+      hog[0]!.quiet(true);
+      vi.advanceTimersByTime(TURN);
+      const other = slots.acquire('other', never);
+      expect(hog.map((h) => h.revoked.aborted)).toEqual([false, true, false]);
+      hog[1]!.release();
+      expect(await stateOf(other)).toBe('granted');
+      for (const h of [hog[0]!, hog[2]!, await other]) h.release();
+    });
+
+    it('between users as heavy, a full queue refuses the waiter of the one whose deploy came last', async () => {
+      const slots = new DeploySlots({ ...limits(2, 4), turnMs: 0 });
+      const held = [await slots.acquire('a', never), await slots.acquire('b', never)];
+      const queued = [slots.acquire('a', never), slots.acquire('b', never), slots.acquire('x', never), slots.acquire('y', never)];
+      const z = slots.acquire('z', never);
+      expect(await stateOf(queued[1]!)).toBeInstanceOf(TooManyDeploys);
+      expect(await stateOf(queued[0]!)).toBe('pending');
+      for (const h of held) h.release();
+      for (const w of [queued[0]!, queued[2]!, queued[3]!, z]) (await w).release();
+    });
+
     it('with turnMs 0 a user keeps every slot it holds', async () => {
       const slots = new DeploySlots({ ...limits(2), turnMs: 0 });
       const hog = [await slots.acquire('hog', never), await slots.acquire('hog', never)];

@@ -346,6 +346,29 @@ describe('a slot belongs to an upload that moves (child service, DEPLOYS_MAX_CON
     await expect(readdir(join(s.dataDir, 'deploys/shared/trickle'))).rejects.toThrow(/ENOENT/);
   }, 60_000);
 
+  it("an upload that sends its whole archive and then drips another part loses its slot to another user's deploy that waits: 408, nothing published", async () => {
+    const boundary = 'DripB0undary';
+    const form = multipart(boundary, [{ name: 'project', body: 'drip' }, { name: 'file', filename: 'site.tgz', body: versionedSite('drip', 20) }]);
+    // The archive whole, then a part of no use to the deploy, a byte every second: never silent, hardly moving.
+    const head = Buffer.concat([form.subarray(0, form.lastIndexOf(`--${boundary}--`)), Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="x"\r\n\r\n`)]);
+    const drip = streamedRequest(s.child.url, { path: '/api/v1/deploy', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 100_000) } });
+    drip.req.write(head);
+    const dripping = setInterval(() => drip.req.write('x'), 1000);
+    try {
+      await until(() => s.staging().length === 1, 'the dripping upload to unpack');
+      const other = await createUser(s.child.url, 'drip-waiter');
+      const next = deploy(s.child.url, other, 'next', versionedSite('next', 20));
+      const refused = await drip.reply;
+      expect(refused.status).toBe(408);
+      expect(refused.body.error).toMatch(/^upload too slow: [0-9]+ bytes in 2 s while another deploy waited$/);
+      expect((await next).status).toBe(200);
+      await expect(readdir(join(s.dataDir, 'deploys/shared/drip'))).rejects.toThrow(/ENOENT/);
+    } finally {
+      clearInterval(dripping);
+      drip.req.destroy();
+    }
+  }, 60_000);
+
   it("a manifest sent a few bytes at a time (never silent) loses its turn to another user's open that waits: 408, too slow", async () => {
     const files = [{ path: 'index.html', size: 5, digest: sha256('hello') }];
     const body = Buffer.from(JSON.stringify({ project: 'slow', files }));

@@ -48,6 +48,23 @@ describe('uploads that go wrong (real server, real directories)', () => {
     expect((await h.deploy(token, 'site', versionedSite('v3', 50))).status).toBe(200);
   });
 
+  it('a client that hangs up after its archive, before its preview\'s name is through, publishes nothing: not the live site, not a preview', async () => {
+    const live = await readlink(join(h.docsRoot, 'uploader/site'));
+    const releases = await readdir(join(h.deploysRoot, 'uploader/site'));
+    const body = multipart('cut', [{ name: 'project', body: 'site' }, { name: 'file', filename: 's.tgz', body: versionedSite('v-cut', 20) }, { name: 'preview', body: 'pr-42' }]);
+    const req = request(`${h.url}/api/v1/deploy`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=cut', 'content-length': String(body.length) } });
+    req.on('error', () => undefined);
+    // All but the end of the preview's name and the closing delimiter.
+    req.write(body.subarray(0, body.length - 14));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    req.destroy();
+    await until(async () => (await staging()).length === 0, 'the staging area to go');
+    await h.settled();
+    expect(await readlink(join(h.docsRoot, 'uploader/site'))).toBe(live);
+    expect(await readdir(join(h.deploysRoot, 'uploader/site'))).toEqual(releases);
+    expect((await h.call('GET', '/api/v1/projects/site/previews', { token })).body).toMatchObject({ previews: [] });
+  });
+
   it('answers a declared Content-Length over the limit with 413 before the body is sent', async () => {
     const r = await rawRequest(h.url, {
       path: '/api/v1/deploy',

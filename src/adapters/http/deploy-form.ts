@@ -5,9 +5,10 @@ import { BadMultipart, type HttpError } from './http-errors.js';
 import { watchUpload, type UploadLimits, type UploadSlot } from './upload-body.js';
 
 /**
- * The deploy's multipart body, read as it streams. `project` and `archive` never
- * reject: a failed form settles them empty and reports itself through `failure()`,
- * which outranks whatever the failure then caused downstream.
+ * The deploy's multipart body, read as it streams. A failed form reports itself through
+ * `failure()`, which outranks whatever the failure then caused downstream; `archive`
+ * never rejects (a failed form settles it empty), and the fields not yet known reject
+ * with the failure: a form cut short before its `preview` must not read as a live deploy.
  */
 export interface DeployForm {
   /** The `project` field, or undefined once the form ends without one. */
@@ -25,8 +26,18 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot:
   let settleProject!: (value: string | undefined) => void;
   let settleArchive!: (value: Readable | undefined) => void;
   let settlePreview!: (value: string | undefined) => void;
-  const project = new Promise<string | undefined>((resolve) => (settleProject = resolve));
-  const preview = new Promise<string | undefined>((resolve) => (settlePreview = resolve));
+  const refusals: ((error: HttpError) => void)[] = [];
+  const field = (settle: (resolve: (value: string | undefined) => void) => void): Promise<string | undefined> => {
+    const value = new Promise<string | undefined>((resolve, reject) => {
+      settle(resolve);
+      refusals.push(reject);
+    });
+    // A deploy refused before it asks for a field never hears of its rejection.
+    value.catch(() => undefined);
+    return value;
+  };
+  const project = field((resolve) => (settleProject = resolve));
+  const preview = field((resolve) => (settlePreview = resolve));
   const archive = new Promise<Readable | undefined>((resolve) => (settleArchive = resolve));
   let failed: HttpError | undefined;
   let file: Readable | undefined;
@@ -49,8 +60,7 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot:
     watch.stop();
     req.unpipe(parser);
     file?.destroy(error);
-    settleProject(undefined);
-    settlePreview(undefined);
+    for (const refuse of refusals) refuse(error);
     settleArchive(undefined);
   };
   // Its events come later: `fail` never runs before `watch` is set.
@@ -74,7 +84,7 @@ export function readDeployForm(req: IncomingMessage, limits: UploadLimits, slot:
     // the file), the slot is the unpacking's. Not sooner, or a client could send the
     // archive and then drip a field, its slot beyond taking back.
     const ended = new Promise((resolve) => stream.once('end', resolve));
-    void Promise.all([ended, project, preview]).then(() => watch.delivered());
+    Promise.all([ended, project, preview]).then(() => watch.delivered(), () => undefined);
   });
   parser.on('close', () => {
     settleProject(undefined);

@@ -33,6 +33,12 @@ export interface Slot {
    * no HttpError when it went to a deploy that waited while this one was quiet.
    */
   readonly revoked: AbortSignal;
+  /**
+   * The holder has what its work needs, and will give the slot back once that is done
+   * (an upload whose body is in, a publish): taking it back would only waste the work,
+   * so neither a turn nor quietness does, and another holder is taken back instead.
+   */
+  keep(): void;
   /** Gives the slot back; calling it again does nothing. */
   release(): void;
 }
@@ -47,6 +53,8 @@ interface Holder {
   readonly user: string;
   /** performance.now() when it was granted. */
   readonly since: number;
+  /** Not to be taken back (Slot.keep). */
+  kept: boolean;
   readonly revoked: AbortSignal;
   revoke(reason?: Error): void;
 }
@@ -149,6 +157,7 @@ export class DeploySlots {
     const holder: Holder = {
       user,
       since: performance.now(),
+      kept: false,
       revoked: revocation.signal,
       revoke: (reason) => {
         this.quietHolders.delete(holder.revoke);
@@ -160,8 +169,13 @@ export class DeploySlots {
     let released = false;
     return {
       revoked: revocation.signal,
+      keep: () => {
+        holder.kept = true;
+        this.quietHolders.delete(holder.revoke);
+        this.takeTurns();
+      },
       quiet: (isQuiet) => {
-        if (released || revocation.signal.aborted) return;
+        if (released || revocation.signal.aborted || holder.kept) return;
         if (!isQuiet) this.quietHolders.delete(holder.revoke);
         else if (!this.quietHolders.has(holder.revoke)) {
           this.quietHolders.add(holder.revoke);
@@ -221,7 +235,7 @@ export class DeploySlots {
       // Holders in the order granted: a user's first found is its longest-held.
       for (const holder of this.holders) {
         const kept = keeps.get(holder.user) ?? 0;
-        if (holder.revoked.aborted || kept <= keptShare) continue;
+        if (holder.revoked.aborted || holder.kept || kept <= keptShare) continue;
         const ends = holder.since + this.limits.turnMs;
         if (ends > now) due = Math.min(due, ends);
         else if (taken === undefined || kept > keeps.get(taken.user)!) taken = holder;
@@ -243,9 +257,10 @@ export class DeploySlots {
     let heaviest: string | undefined;
     // Beyond the newcomer's own weight once it waits: a swap between equals changes nothing.
     let most = (weights.get(user) ?? 0) + 1;
-    for (const waiter of this.queue) {
-      const weight = weights.get(waiter.user)!;
-      if (weight > most) [heaviest, most] = [waiter.user, weight];
+    // From the back: between users as heavy, the one whose deploy waited the least.
+    for (let at = this.queue.length - 1; at >= 0; at -= 1) {
+      const weight = weights.get(this.queue[at]!.user)!;
+      if (weight > most) [heaviest, most] = [this.queue[at]!.user, weight];
     }
     if (heaviest === undefined) return undefined;
     for (let at = this.queue.length - 1; at >= 0; at -= 1) if (this.queue[at]!.user === heaviest) return this.queue.splice(at, 1)[0];

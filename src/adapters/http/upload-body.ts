@@ -12,10 +12,10 @@ export interface UploadLimits {
 }
 
 /** The deploy slot an upload is read in, as the upload sees it. */
-export type UploadSlot = Pick<Slot, 'quiet' | 'revoked'>;
+export type UploadSlot = Pick<Slot, 'quiet' | 'revoked' | 'keep'>;
 
 /** For a body read outside a deploy slot (a manifest, under its own turns): nothing to give up. */
-export const NO_SLOT: UploadSlot = { quiet: () => undefined, revoked: new AbortController().signal };
+export const NO_SLOT: UploadSlot = { quiet: () => undefined, revoked: new AbortController().signal, keep: () => undefined };
 
 /**
  * Bytes a second below which an upload is as good as stalled while another deploy waits
@@ -135,6 +135,7 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
     needed = false;
     slot.revoked.removeEventListener('abort', onRevoked);
     slot.quiet(false);
+    slot.keep();
   };
 
   let received = 0;

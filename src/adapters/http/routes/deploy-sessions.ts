@@ -167,7 +167,11 @@ export function deploySessionRoutes(app: express.Express, deps: SessionDeps, aut
     .post(fallback('deployment failed'), async (req, res) => {
       const { user } = await auth.deployer(req, res);
       const started = performance.now();
-      const deployed = await inDeploySlot(deps, user, res, started, () => deps.useCases(PublishDeploySession).execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) }));
+      // A publish reads no body: its slot is never taken back, and comes free as it ends.
+      const deployed = await inDeploySlot(deps, user, res, started, (_signal, slot) => {
+        slot.keep();
+        return deps.useCases(PublishDeploySession).execute({ user, token: bearerToken(req) ?? '', id: sessionParam(req) });
+      });
       res.json(deployedAnswer(deps, user, deployed, started));
     })
     .all(methodNotAllowed('POST'));
