@@ -39,7 +39,8 @@ export async function startForwardingProxy(upstream: string): Promise<Forwarding
     req.pause();
     void Promise.resolve(proxy.hook(req, res)).then((decision) => {
       if (decision === 'answered') return req.resume();
-      const onward = request(new URL(exchange.path, upstream), { method: exchange.method, headers: req.headers });
+      // Each on a connection of its own: a refused upload's unread bytes must not sit in front of the next request.
+      const onward = request(new URL(exchange.path, upstream), { method: exchange.method, headers: req.headers, agent: false });
       onward.on('response', (answer) => {
         exchange.status = answer.statusCode;
         res.writeHead(answer.statusCode ?? 502, answer.headers);

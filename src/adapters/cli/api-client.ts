@@ -227,7 +227,12 @@ export class ApiClient {
     return this.exchange(method, path, { ...this.authorization(), ...init.headers, ...length }, init.body, init.signal, init.sent);
   }
 
-  /** A body of unknown size, with backpressure: the body is read only as fast as the connection takes it. */
+  /**
+   * A body of unknown size, with backpressure: the body is read only as fast as the
+   * connection takes it. On a connection of its own: answered early (a refusal), the
+   * server may not have read all that was sent, and a request after it on the same
+   * connection (the deploy's clean-up) would wait behind those bytes until it is closed.
+   */
   private stream(method: string, path: string, contentType: string, body: Readable, signal?: AbortSignal): Promise<Reply> {
     return this.exchange(method, path, { ...this.authorization(), 'content-type': contentType }, body, signal);
   }
@@ -243,7 +248,8 @@ export class ApiClient {
     const send = url.protocol === 'https:' ? requestTls : request;
     const streamed = body instanceof Readable ? body : undefined;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, signal, headers, timeout: IDLE_MS });
+      // A streamed upload on a connection of its own, closed after its answer (stream()).
+      const req = send(url, { method, signal, headers, timeout: IDLE_MS, ...(streamed ? { agent: false } : {}) });
       const fail = (error: Error) => {
         streamed?.destroy();
         req.destroy();
