@@ -194,10 +194,10 @@ export class DeploySlots {
     };
   }
 
-  /** Slots `user` holds, counting those taken back and not yet released unless `keptOnly`. */
-  private heldBy(user: string, keptOnly = false): number {
+  /** Slots `user` holds, counting those taken back and not yet released. */
+  private heldBy(user: string): number {
     let held = 0;
-    for (const holder of this.holders) if (holder.user === user && !(keptOnly && holder.revoked.aborted)) held += 1;
+    for (const holder of this.holders) if (holder.user === user) held += 1;
     return held;
   }
 

@@ -95,9 +95,7 @@ class UploadSpans {
 export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: UploadSlot, fail: (error: HttpError) => void): { stop(): void; delivered(): void } {
   const timers: NodeJS.Timeout[] = [];
   let stopped = false;
-  let needed = true;
-  const quiet = (isQuiet: boolean): void => slot.quiet(isQuiet && needed);
-  const spans = new UploadSpans(limits.stallSeconds, () => quiet(true));
+  const spans = new UploadSpans(limits.stallSeconds, () => slot.quiet(true));
   // Taken back at the end of a turn (a TurnTaken), or else because it went quiet.
   const onRevoked = (): void => {
     const reason: unknown = slot.revoked.reason;
@@ -122,7 +120,7 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
     if (seconds > 0) timers.push(setTimeout(() => !req.isPaused() && then(), seconds * 1000));
   };
   afterSilence(limits.idleSeconds, () => failOnce(new UploadStalled(limits.idleSeconds)));
-  afterSilence(limits.stallSeconds, () => quiet(true));
+  afterSilence(limits.stallSeconds, () => slot.quiet(true));
   const moving = (): void => {
     for (const timer of timers) timer.refresh();
     if (spans.moving()) slot.quiet(false);
@@ -132,9 +130,7 @@ export function watchUpload(req: IncomingMessage, limits: UploadLimits, slot: Up
   // now in place of the deploy's own answer (a refusal the client must not retry). The
   // rest of the body is still read under the byte and silence limits.
   const delivered = (): void => {
-    needed = false;
     slot.revoked.removeEventListener('abort', onRevoked);
-    slot.quiet(false);
     slot.keep();
   };
 
