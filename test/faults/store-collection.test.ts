@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ChildFleet, createUserAt, deployTo, type Child } from '../support/child-service.js';
 import {
   adoptionsDone,
@@ -96,6 +96,8 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
       { name: 'adopting', when: storeGrows(store) },
     ];
     const phases: string[] = [];
+    // Where each kill landed, printed pass or fail: a failure says which phase it was in.
+    onTestFinished(() => console.log(phases.join('; ')));
     for (const [i, kill] of kills.entries()) {
       const archive = overlappingArchive(i + 1, FILES, SHIFT);
       const objectsBefore = countEntries(store);
@@ -117,7 +119,6 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
       await storeCollected(store, 10_000);
       expect(await missingObjects(store, releases.map((r) => r.site))).toEqual([]);
     }
-    console.log(phases.join('; '));
     // Four starts of the service and four deploys: 15 s here alone, up to twice that beside the suite.
   }, 90_000);
 });
