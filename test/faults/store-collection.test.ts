@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, watch, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { ReleaseId } from '../../src/domain/release-id.js';
 import { ChildFleet, createUserAt, deployTo, type Child } from '../support/child-service.js';
 import {
   adoptionsDone,
@@ -89,11 +90,13 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
     // unpacking), as soon as the store gains an object (the commit's adoption of the
     // deploy's new objects, before or just after its release's rename), or just after
     // its answer (the writer deleting the release it pruned and collecting the objects
-    // only that one held).
+    // only that one held), or as soon as its release is renamed into place (the commit
+    // between that rename and the answer).
     const kills: { name: string; when: (answer: Promise<unknown>) => Promise<void> }[] = [
       { name: 'answered', when: async (answer) => void (await answer) },
       { name: '150 ms', when: () => new Promise((resolve) => setTimeout(resolve, 150)) },
       { name: 'adopting', when: storeGrows(store) },
+      { name: 'renamed', when: releaseAppears(join(deploys, 'crash/site')) },
     ];
     const phases: string[] = [];
     // Where each kill landed, printed pass or fail: a failure says which phase it was in.
@@ -111,15 +114,16 @@ describe('SIGKILL while deploys assemble and adopt objects, and while pruned rel
       phases.push(`${kill.name}: ${answered ? `answered ${answered.status} after ${Date.now() - sent} ms` : 'cut'}, ${seen}`);
 
       // Removed before the service listens: this replica's staging areas, their new
-      // objects, and its trash (a pruned release half deleted).
-      for (const dir of ['.staging', '.fresh', '.trash']) expect(await readdir(join(deploys, dir))).toEqual([]);
+      // objects, its trash (a pruned release half deleted), and its adoption lists (each
+      // worked through, or dropped if its release never came).
+      for (const dir of ['.staging', '.fresh', '.trash', '.adopt']) expect(await readdir(join(deploys, dir))).toEqual([]);
       const releases = await overlappingReleases(join(deploys, 'crash/site'), FILES, SHIFT);
       for (const release of releases) expect(release.problems, release.id).toEqual([]);
       expect(releases.map((r) => r.id)).toContain(await liveReleaseOf(join(dataDir, 'docs/crash/site')));
       await storeCollected(store, 10_000);
       expect(await missingObjects(store, releases.map((r) => r.site))).toEqual([]);
     }
-    // Four starts of the service and four deploys: 15 s here alone, up to twice that beside the suite.
+    // Five starts of the service and five deploys: 19 s here alone, up to twice that beside the suite.
   }, 90_000);
 });
 
@@ -138,6 +142,28 @@ function storeGrows(store: string): () => Promise<void> {
       if (Date.now() > deadline) throw new Error('the store never grew');
       await new Promise((resolve) => setImmediate(resolve));
     }
+  };
+}
+
+/**
+ * Resolves as soon as a release directory appears in `projectDir`: inotify tells this
+ * process within a millisecond, while the commit still flushes the rename.
+ */
+function releaseAppears(projectDir: string): () => Promise<void> {
+  return () => {
+    const before = new Set(readdirSync(projectDir));
+    return new Promise((resolve, reject) => {
+      const watcher = watch(projectDir, (_event, name) => {
+        if (name === null || before.has(name) || !ReleaseId.isReleaseId(name)) return;
+        watcher.close();
+        clearTimeout(timer);
+        resolve();
+      });
+      const timer = setTimeout(() => {
+        watcher.close();
+        reject(new Error('no release appeared'));
+      }, 20_000);
+    });
   };
 }
 

@@ -52,12 +52,14 @@ export class NodeReleaseStore implements ReleaseStore {
     // The release holds its own links, so a store entry lost in a crash costs only sharing, never a file.
     const manifest = this.manifests.takeStaged(staged.handle);
     const dir = join(projectDir, id);
+    // Listed before the rename, so that no instant after it leaves the release's new objects unlisted.
+    await this.adoptions.list(staged.handle, user, project, id);
     await rename(staged.handle, dir);
     await fsyncDirectory(projectDir);
     // A tarball's writer recorded its files beside the area: out before that directory goes.
     if (!manifest) await this.kept.keepWritten(this.tree.freshObjectsOf(staged.handle), user, project);
     await this.tree.throwAway(this.tree.freshObjectsOf(staged.handle));
-    await this.adoptions.adopt(staged.handle, user, project, id);
+    this.adoptions.adopt(staged.handle, user, project, id);
     // Its files were just put there from this manifest: the next deploy relative to it need not walk them.
     const identity = manifest && (await directoryOrigin(dir));
     if (manifest && identity) {

@@ -213,7 +213,7 @@ export class NodeStaging implements Staging, ReleasePreparation {
 
   async discard(staged: StagedRelease): Promise<void> {
     this.manifests.takeStaged(staged.handle);
-    this.adoptions.forget(staged.handle);
+    await this.adoptions.forget(staged.handle);
     await this.tree.throwAwayStagingArea(staged.handle);
   }
 

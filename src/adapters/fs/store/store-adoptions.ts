@@ -14,14 +14,17 @@ import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
  * A release's new files (a tarball's, or the uploads an assembly linked) join the user's
  * store after the deploy has answered, one link each from the release on the writer
  * (write/new-objects.ts, ReleaseAdoption): the deploy writes each new file once, as tar
- * does, and the store takes only bytes a release holds, flushed with it. Until then they are listed
- * by staging area; once the release is in place the list is kept in DEPLOYS_ROOT/.adopt
- * while the writer works through it, so that a start-up finishes what a crash cut. A
+ * does, and the store takes only bytes a release holds, flushed with it. Until the commit they
+ * are held by staging area; just before the area is renamed into its release they are listed
+ * in DEPLOYS_ROOT/.adopt under that release's name, so that a start-up finishes what a crash
+ * cut at any instant after the rename (a list whose release never came is dropped). A
  * deploy of the same user waits for it first (`settled`): it would write those bytes again.
  */
 @injectable()
 export class StoreAdoptions {
   private readonly staged = new Map<string, Uint8Array>();
+  /** By staging area, the list written for the release it is becoming. */
+  private readonly listed = new Map<string, string>();
   /** The lists this process is working through: a resume leaves them to it. */
   private readonly lists = new Set<string>();
   /** By store, the adoptions under way. */
@@ -38,28 +41,40 @@ export class StoreAdoptions {
     if (objects.length > 0) this.staged.set(handle, objects);
   }
 
-  /** The staging area was thrown away: its objects go with it. */
-  forget(handle: string): void {
+  /** The staging area was thrown away: its objects go with it, and so does a list written for it. */
+  async forget(handle: string): Promise<void> {
     this.staged.delete(handle);
+    const list = this.listed.get(handle);
+    this.listed.delete(handle);
+    if (list !== undefined) await unlinkIfThere(list);
   }
 
   /**
-   * The staging area `handle` is now `project`'s release `id`: its list of new objects is
-   * kept, and they are adopted in the background. Never throws; a failure costs only the
+   * The staging area `handle` is about to be renamed into `project`'s release `id`: its new
+   * objects are listed under that release first. Never throws; a failure costs only the
    * sharing of those bytes.
    */
-  async adopt(handle: string, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
+  async list(handle: string, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const objects = this.staged.get(handle);
-    this.staged.delete(handle);
     if (objects === undefined) return;
     const list = join(this.tree.adoptionsRoot, `${this.tree.roots.replica}+${user}+${project}+${id}`);
     try {
       // Not flushed: the list is lost only with power, which costs those bytes' sharing, never a file.
       await writeFile(list, objects);
+      this.listed.set(handle, list);
     } catch (error) {
+      this.staged.delete(handle);
       this.logger.warn("listing a release's new objects for the store failed", { user, error: (error as Error).message });
-      return;
     }
+  }
+
+  /** The staging area listed as release `id` is now that release: its objects are adopted in the background. */
+  adopt(handle: string, user: Username, project: ProjectName, id: ReleaseId): void {
+    const objects = this.staged.get(handle);
+    const list = this.listed.get(handle);
+    this.staged.delete(handle);
+    this.listed.delete(handle);
+    if (objects === undefined || list === undefined) return;
     this.track(user, () => this.run(list, user, project, id, objects));
   }
 
@@ -109,10 +124,9 @@ export class StoreAdoptions {
   private async run(list: string, user: Username, project: ProjectName, id: ReleaseId, objects: Uint8Array): Promise<void> {
     this.lists.add(list);
     try {
+      // A release that never came (a crash between the list and the rename) ends the task at its first file.
       await this.tasks.adoptReleaseObjects(join(this.tree.projectDir(user, project), id), this.tree.objectsDir(user), objects);
-      await unlink(list).catch((error: unknown) => {
-        if (!isMissing(error)) throw error;
-      });
+      await unlinkIfThere(list);
     } finally {
       this.lists.delete(list);
     }
@@ -129,5 +143,13 @@ export class StoreAdoptions {
         if (running.size === 0 && this.running.get(store) === running) this.running.delete(store);
       });
     running.add(done);
+  }
+}
+
+async function unlinkIfThere(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
   }
 }

@@ -147,9 +147,9 @@ export class ObjectAdoption extends StoreWalk implements WriterTask<'adopt'> {
 
 /**
  * Links a published release's new objects (NewObjects, packed) into the user's store, a
- * few at a time: one link(2) each, after the deploy has answered. Until then a file of the
- * release is its only link, which costs a later deploy the sharing of its bytes, never a
- * file; so does a crash meanwhile. An object the store already has (another deploy's,
+ * few at a time: one link(2) each, after the deploy has answered (and at start-up, after a
+ * crash, from its list). Until then a file of the release is its only link, which costs a
+ * later deploy the sharing of its bytes, never a file. An object the store already has (another deploy's,
  * meanwhile) gives way to this release's copy; a release gone meanwhile (pruned) ends the task.
  */
 export class ReleaseAdoption implements WriterTask<'adopt-release'> {
