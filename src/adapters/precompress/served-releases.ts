@@ -4,6 +4,7 @@ import type { ProjectName } from '../../domain/project-name.js';
 import { ReleaseId } from '../../domain/release-id.js';
 import { isResourceName } from '../../domain/resource-name.js';
 import type { Username } from '../../domain/username.js';
+import { isMissing } from '../fs/threads/fs-errors.js';
 
 export interface ServedRelease {
   readonly user: Username;
@@ -15,7 +16,7 @@ async function names(dir: string): Promise<string[]> {
   try {
     return (await readdir(dir)).filter(isResourceName);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (isMissing(error)) return [];
     throw error;
   }
 }

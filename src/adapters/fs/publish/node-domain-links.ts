@@ -6,6 +6,7 @@ import type { DomainName } from '../../../domain/custom-domain.js';
 import type { ProjectName } from '../../../domain/project-name.js';
 import type { Username } from '../../../domain/username.js';
 import { fsyncDirectory, mkdirDurable } from '../layout/durability.js';
+import { isMissing } from '../threads/fs-errors.js';
 import { swapLink, temporaryLinkOf } from './link-swap.js';
 
 export interface DomainRoots {
@@ -15,8 +16,6 @@ export interface DomainRoots {
 }
 
 export const DOMAIN_ROOTS = Symbol.for('sitedrop.DomainRoots') as ServiceIdentifier<DomainRoots>;
-
-const isMissing = (error: unknown): boolean => (error as { code?: unknown }).code === 'ENOENT';
 
 /**
  * DOMAINS_ROOT/<host> -> DOCS_ROOT/<user>/<project>: a link to the project's live link,

@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, readlink, realpath, rename, rm, writeFile } f
 import { basename, dirname, join } from 'node:path';
 import type { SiteScope } from '../../../application/ports/web-server.js';
 import { DOMAIN_ROUTE_MARKER, domainRoutes, HTTPS_FILE } from './caddy-domains.js';
+import { isMissing } from '../../fs/threads/fs-errors.js';
 
 /** What Caddy reads of the verified domains: the routes of sites with rules at them, and the HTTPS server naming them. */
 export interface DomainFiles {
@@ -34,7 +35,7 @@ export class SnippetFiles {
     try {
       return await readFile(join(this.dir, file), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (isMissing(error)) return undefined;
       throw error;
     }
   }
@@ -94,7 +95,7 @@ export class SnippetFiles {
     const files: string[] = [];
     for (const kind of ['live', 'previews']) {
       const names = await readdir(join(this.dir, kind)).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        if (isMissing(error)) return [];
         throw error;
       });
       files.push(...names.filter((n) => n.endsWith('.caddy')).map((n) => join(kind, n)));
@@ -119,7 +120,7 @@ export function inScope(file: string, scope: SiteScope): boolean {
  */
 export async function domainsBySite(domainsRoot: string, docsRoot: string): Promise<Map<string, string[]>> {
   const names = await readdir(domainsRoot).catch((error: unknown) => {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (isMissing(error)) return [];
     throw error;
   });
   const sites = new Map<string, string[]>();
