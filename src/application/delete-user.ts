@@ -44,23 +44,27 @@ export class DeleteUser {
   async execute(input: { username: string; files: FilesMode }): Promise<void> {
     const user = Username.parse(input.username);
     await this.lock.withUser(user, async () => {
-      // Keys first: should removing the user then fail, no key outlives it.
+      if (!(await this.tokens.exists(user))) throw new UserNotFound();
+      // What the user holds goes before the user does: a crash part-way leaves a user that a
+      // DELETE again finishes, never a user gone whose sites are still served, or whose
+      // domains or files a user created again under the name would inherit. Keys first:
+      // should anything after fail, no key outlives what it deploys to.
       await this.keys.removeUser(user);
-      if (!(await this.tokens.remove(user))) throw new UserNotFound();
-      const open = (await this.sessions.listUser(user)).map((session) => session.id);
-      await this.sessions.removeUser(user);
-      // Their uploads go now, whatever happens to the files: no one can reach them any more.
-      await forgetClosedSessions(this.objects, this.preparation, open);
-      // Whatever happens to the files: a user created again under the name inherits no domain.
       await this.domainLinks.unlinkSites(user);
       await this.domains.removeUser(user);
-      // What was prepared for those sessions links the user's bytes: gone with them.
-      await this.preparation.forgetPreparedFor(user);
       if (input.files === 'delete') {
         await this.previews.removeUser(user);
         await this.releases.removeUserFiles(user);
         await this.webServer.forget({ user });
       }
+      if (!(await this.tokens.remove(user))) throw new UserNotFound();
+      // Sessions are opened without the user lock: once the user is gone, none can be opened meanwhile.
+      const open = (await this.sessions.listUser(user)).map((session) => session.id);
+      await this.sessions.removeUser(user);
+      // Their uploads go now, whatever happens to the files: no one can reach them any more.
+      await forgetClosedSessions(this.objects, this.preparation, open);
+      // What was prepared for those sessions links the user's bytes: gone with them.
+      await this.preparation.forgetPreparedFor(user);
     });
   }
 }

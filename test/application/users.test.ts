@@ -126,6 +126,18 @@ describe('DeleteUser', () => {
     }
   });
 
+  it('a failure while its files go leaves the user, whose token still works, and a delete again finishes', async () => {
+    const w = await withSite();
+    const removeUserFiles = w.releases.removeUserFiles.bind(w.releases);
+    w.releases.removeUserFiles = () => Promise.reject(new Error('the disk went away'));
+    await expect(w.remove.execute({ username: 'alice', files: 'delete' })).rejects.toThrow('the disk went away');
+    expect(await w.authenticate.execute(w.token)).toBe('alice');
+    w.releases.removeUserFiles = removeUserFiles;
+    await w.remove.execute({ username: 'alice', files: 'delete' });
+    await expect(w.authenticate.execute(w.token)).rejects.toBeInstanceOf(Unauthorized);
+    expect(w.disk.live.size).toBe(0);
+  });
+
   it('an unknown user is UserNotFound and nothing changes', async () => {
     const w = await withSite();
     await expect(w.remove.execute({ username: 'bob', files: 'delete' })).rejects.toBeInstanceOf(UserNotFound);
