@@ -211,6 +211,9 @@ export class ReleaseAdoption implements WriterTask<'adopt-release'> {
    * missing. The releases linking either copy keep their own links.
    */
   private replace(file: string, object: string): boolean {
+    // Linked already (a list resumed after a crash): rename(2) between two names of one
+    // inode does nothing, and would leave the spare as a second name no collection removes.
+    if (sameInode(file, object)) return true;
     const spare = join(dirname(object), `.adopting+${process.pid}+${(this.spares += 1)}`);
     try {
       linkSync(file, spare);
@@ -221,4 +224,11 @@ export class ReleaseAdoption implements WriterTask<'adopt-release'> {
     renameSync(spare, object);
     return true;
   }
+}
+
+/** Whether both paths name one inode; false where either is missing. */
+function sameInode(a: string, b: string): boolean {
+  const first = lstatSync(a, { throwIfNoEntry: false });
+  const second = first && lstatSync(b, { throwIfNoEntry: false });
+  return second !== undefined && first!.ino === second.ino && first!.dev === second.dev;
 }
