@@ -226,7 +226,8 @@ export class DeploysTree {
       for (const dir of [this.roots.docsRoot, this.roots.deploysRoot, this.stagingRoot, this.freshRoot, this.sessionsRoot, this.trashRoot, this.adoptionsRoot]) {
         await mkdir(dir, { recursive: true, mode: 0o755 });
       }
-      const probe = join(this.stagingRoot, `.umask-probe+${this.roots.replica}+${process.pid}`);
+      // Named as a staging area: one a crash leaves goes with them at the next start.
+      const probe = join(this.stagingRoot, `${this.stagingPrefix}umask-probe-${process.pid}`);
       const handle = await open(probe, 'w', 0o644);
       await handle.close();
       const mode = (await stat(probe)).mode & 0o777;
