@@ -70,6 +70,25 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real nginx running t
     expect(await get(`127.0.0.1:${nginx.port}`, '/ann/docs/old')).toMatchObject({ status: 301, location: '/ann/docs/new.html' });
   });
 
+  it("encodes what a placeholder or splat takes from the request into a Location: no header of the visitor's making, no other host", async () => {
+    await deploy(ann, 'links', { 'index.html': 'links', _redirects: '/u/:name /users/:name 302\n/strip/* /:splat 301\n/go/* https://example.com/:splat 302\n' });
+    await own(ann, 'links', 'links.example.com');
+    const injected = await get('links.example.com', '/u/x%0d%0aSet-Cookie:%20session=attacker%0d%0aX-Injected:%201');
+    expect(injected).toMatchObject({ status: 302, location: '/users/x%0D%0ASet-Cookie%3A%20session%3Dattacker%0D%0AX-Injected%3A%201' });
+    expect(injected.headers['set-cookie']).toBeUndefined();
+    expect(injected.headers['x-injected']).toBeUndefined();
+    // A lone CR, which the path address's own pattern lets through.
+    expect((await get(`127.0.0.1:${nginx.port}`, '/ann/links/u/x%0dX-Injected:%201')).location).toBe('/ann/links/users/x%0DX-Injected%3A%201');
+    // Never a Location a browser reads as another host's: '/\\host', '//host'.
+    expect((await get('links.example.com', '/strip/%5Cevil.example')).location).toBe('/%5Cevil.example');
+    expect((await get('links.example.com', '/strip/%2F%2Fevil.example')).location).toMatch(/^\/[^/\\]/);
+    expect((await get('links.example.com', '/strip/%09/evil.example')).location).toBe('/%09/evil.example');
+    expect((await get('links.example.com', '/strip/caf%C3%A9/a%20b%3Fc%23d')).location).toBe('/caf%C3%A9/a%20b%3Fc%23d');
+    expect(await get('links.example.com', '/go/a%0dX:%201')).toMatchObject({ status: 302, location: 'https://example.com/a%0DX%3A%201' });
+    // Bytes that are not UTF-8 go back as they came.
+    expect((await get('links.example.com', '/strip/%FF')).location).toBe('/%FF');
+  });
+
   it('shows a new deploy, a rollback and a promote at once; never a preview', async () => {
     const first = await deploy(ann, 'moving', { 'index.html': 'v1' });
     await own(ann, 'moving', 'moving.example.com');

@@ -56,11 +56,32 @@ function lookup(release, path) {
   return undefined;
 }
 
-function fill(to, params, groups) {
-  return to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name) => {
+// Part of the request's path put into a Location: nginx has decoded it, so it is encoded
+// again, a segment at a time (a splat keeps its slashes). Otherwise a CR or LF in it would
+// end the header and start another, and a backslash would make '/\host' another host.
+// Undefined for bytes that are not text, which no address could name.
+function encodedPath(value) {
+  try {
+    return value.split('/').map(encodeURIComponent).join('/');
+  } catch (e) {
+    return undefined;
+  }
+}
+
+// The rule's target with its placeholders filled from the match: as they are for a file
+// to serve, encoded for a Location; undefined if a value cannot be.
+function fill(to, params, groups, forLocation) {
+  let failed = false;
+  const filled = to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name) => {
     const at = params.indexOf(name);
-    return at < 0 ? whole : groups[at + 1] === undefined ? '' : groups[at + 1];
+    if (at < 0) return whole;
+    const value = groups[at + 1] === undefined ? '' : groups[at + 1];
+    if (!forLocation) return value;
+    const encoded = encodedPath(value);
+    if (encoded === undefined) failed = true;
+    return encoded;
   });
+  return failed ? undefined : filled;
 }
 
 // Most rules are passed over by their literal prefix, without compiling their regex.
@@ -68,11 +89,14 @@ function firstMatch(rules, path) {
   for (let i = 0; i < rules.length; i++) {
     if (!path.startsWith(rules[i].prefix)) continue;
     const groups = new RegExp(rules[i].match).exec(path);
-    if (groups) return { rule: rules[i], target: fill(rules[i].to, rules[i].params, groups) };
+    if (groups) return { rule: rules[i], groups: groups };
   }
   return undefined;
 }
 
+// Values of one name are joined once, at the end: joined as they came, a long _headers
+// made every request's work grow with the square of its lines. Names are keyed with a
+// prefix, so that one such as 'constructor' is never an object's own property.
 function headersFor(blocks, path) {
   const out = [];
   const at = {};
@@ -80,14 +104,14 @@ function headersFor(blocks, path) {
     if (!path.startsWith(blocks[i].prefix) || !new RegExp(blocks[i].match).test(path)) continue;
     const headers = blocks[i].headers;
     for (let j = 0; j < headers.length; j++) {
-      const key = headers[j].name.toLowerCase();
+      const key = 'h:' + headers[j].name.toLowerCase();
       if (at[key] === undefined) {
         at[key] = out.length;
-        out.push([headers[j].name, headers[j].value]);
-      } else out[at[key]][1] += ', ' + headers[j].value;
+        out.push([headers[j].name, [headers[j].value]]);
+      } else out[at[key]][1].push(headers[j].value);
     }
   }
-  return out;
+  return out.map((header) => [header[0], header[1].join(', ')]);
 }
 
 function withQuery(location, args) {
@@ -135,15 +159,24 @@ function notFound(r, release, inner, headers) {
   r.return(404);
 }
 
+// A Location in the site: never one a browser would read as another host's ('//host', '/\\host').
+function siteLocation(r, path) {
+  return (r.variables.sitedrop_prefix + path).replace(/^[/\\]+/, '/');
+}
+
 function follow(r, release, inner, found, headers) {
   const rule = found.rule;
   if (rule.status !== 200 && rule.status !== 404) {
+    const target = fill(rule.to, rule.params, found.groups, true);
+    if (target === undefined) {
+      r.return(400);
+      return;
+    }
     setHeaders(r, headers);
-    const location = rule.external ? found.target : r.variables.sitedrop_prefix + found.target;
-    r.return(rule.status, withQuery(location, r.variables.args));
+    r.return(rule.status, withQuery(rule.external ? target : siteLocation(r, target), r.variables.args));
     return;
   }
-  const target = lookup(release, found.target);
+  const target = lookup(release, fill(rule.to, rule.params, found.groups, false));
   if (target === undefined || target.file === undefined) {
     notFound(r, release, inner, headers);
     return;
@@ -183,8 +216,13 @@ function serve(r) {
   }
   const found = lookup(release, path);
   if (found !== undefined && found.slash !== undefined) {
+    const slash = encodedPath(found.slash);
+    if (slash === undefined) {
+      r.return(400);
+      return;
+    }
     setHeaders(r, headers);
-    r.return(301, withQuery(r.variables.sitedrop_prefix + found.slash, r.variables.args));
+    r.return(301, withQuery(siteLocation(r, slash), r.variables.args));
     return;
   }
   if (found !== undefined) {
