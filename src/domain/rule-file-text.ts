@@ -2,7 +2,12 @@
  * What `_redirects` and `_headers` share: how their text is cut into lines and fields,
  * the limits on it, and the checks that every decoding of a path is held to.
  */
-export const SITE_RULE_LIMITS = { redirects: 2000, headerBlocks: 100, fileBytes: 1024 * 1024, lineBytes: 4096 } as const;
+/**
+ * `headerLines` bounds every request's work on the site's headers, and the web server's
+ * configuration (Caddy adapts every site's at each load): a 1 MiB file of header lines
+ * took nginx seconds a request and Caddy minutes a load (docs/security.md).
+ */
+export const SITE_RULE_LIMITS = { redirects: 2000, headerBlocks: 100, headerLines: 1000, fileBytes: 1024 * 1024, lineBytes: 4096 } as const;
 
 /** C0 controls and DEL: never in a path, a target or a header value. */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point

@@ -69,6 +69,19 @@ describe('_headers', () => {
     expect(error.message).toBe('invalid _headers: line 202: more than 100 header blocks');
   });
 
+  it('takes 1,000 header lines over every block and refuses the 1,001st at its line: each costs every request of the site', () => {
+    const lines = Array.from({ length: 1000 }, (_, i) => `  X-N: ${i}`);
+    expect(parseHeaders(`/a\n${lines.slice(0, 600).join('\n')}\n/b\n${lines.slice(600).join('\n')}`).flatMap((b) => b.headers)).toHaveLength(1000);
+    const error = refusal(`/a\n${lines.join('\n')}\n/b\n  X-N: 1000`);
+    expect(error.message).toBe('invalid _headers: line 1003: more than 1000 header lines');
+  });
+
+  it('refuses the headers whose effect reaches other sites on the shared origin', () => {
+    for (const name of ['Set-Cookie', 'service-worker-allowed', 'Clear-Site-Data']) {
+      expect(refusal(`/*\n  ${name}: x`).message).toBe(`invalid _headers: line 2: header '${name}' may not be set: its effect reaches other sites`);
+    }
+  });
+
   it('refuses a file over 1 MiB with no line, and a line over 4096 bytes at its line', () => {
     expect(refusal(`/a\n${'  X-A: 1\n'.repeat(120_000)}`).message).toBe('invalid _headers: larger than 1048576 bytes');
     expect(refusal(`/a\n  X-A: ${'v'.repeat(4090)}`).message).toBe('invalid _headers: line 2: longer than 4096 bytes');
@@ -76,7 +89,7 @@ describe('_headers', () => {
 
   it('prints blocks that parse back to the same blocks', () => {
     // A name starting with '#' cannot be written: its line is a comment.
-    const name = fc.stringMatching(/^[!$%&'*+.^_`|~0-9A-Za-z-][!#$%&'*+.^_`|~0-9A-Za-z-]{0,11}$/).filter((n) => !/^(content-(length|encoding|range)|transfer-encoding|connection|date|server|location|trailer|upgrade|accept-ranges|age|allow|alt-svc)$/i.test(n));
+    const name = fc.stringMatching(/^[!$%&'*+.^_`|~0-9A-Za-z-][!#$%&'*+.^_`|~0-9A-Za-z-]{0,11}$/).filter((n) => !/^(content-(length|encoding|range)|transfer-encoding|connection|date|server|location|trailer|upgrade|accept-ranges|age|allow|alt-svc|set-cookie|service-worker-allowed|clear-site-data)$/i.test(n) && !Object.getOwnPropertyNames(Object.prototype).some((p) => p.toLowerCase() === n.toLowerCase()));
     const value = fc.string({ unit: fc.constantFrom('a', ' ', ':', '#', ',', ';', '=', '"', 'é', '😀'), maxLength: 12 }).map((v) => v.replace(/^[ \t]+|[ \t]+$/g, ''));
     const block = fc.record({ line: fc.constant(0), path: pattern.map((p) => p.pattern), headers: fc.array(fc.record({ name, value }), { maxLength: 4 }) });
     fc.assert(

@@ -84,7 +84,7 @@ describe('site rules', () => {
     expect(hasNoRules(compileSiteRules({ redirects: '/a /b' }))).toBe(false);
     expect(() => compileSiteRules({ redirects: '/a /b\n/c ../d' })).toThrow('invalid _redirects: line 2: neither a path nor an http(s) URL');
     expect(() => compileSiteRules({ redirects: '/a /b', headers: '/a\n  Server: me' })).toThrow("invalid _headers: line 2: header 'Server' may not be set");
-    expect(SITE_RULE_LIMITS).toEqual({ redirects: 2000, headerBlocks: 100, fileBytes: 1048576, lineBytes: 4096 });
+    expect(SITE_RULE_LIMITS).toEqual({ redirects: 2000, headerBlocks: 100, headerLines: 1000, fileBytes: 1048576, lineBytes: 4096 });
   });
 
   it('fill a target from captured values, leaving unknown names and giving absent groups nothing', () => {

@@ -186,6 +186,20 @@ export function siteRulesScenarios(server: ServerUnderTest): void {
       expect((await get('/ann/headers/missing')).headers.get('x-frame-options')).toBe('DENY');
     });
 
+    it('joins a name set in every block of nearly 1,000 header lines, and refuses names no script engine can set', async () => {
+      const blocks = Array.from({ length: 100 }, (_, i) => `/*\n${'  X-Many: v\n'.repeat(i < 99 ? 10 : 0)}`).join('');
+      expect((await deploy(ann, 'names', { 'index.html': 'names', _headers: `${blocks}  X-Last: l\n` })).status).toBe(200);
+      const r = await get('/ann/names/');
+      expect(r).toMatchObject({ status: 200, body: 'names' });
+      expect(r.headers.get('x-many')).toBe(Array.from({ length: 990 }, () => 'v').join(', '));
+      expect(r.headers.get('x-last')).toBe('l');
+      for (const name of ['constructor', '__proto__', 'toString']) {
+        const refused = await deploy(ann, 'names', { 'index.html': 'never', _headers: `/*\n  ${name}: x\n` });
+        expect(refused).toMatchObject({ status: 400, body: { error: `invalid _headers: line 2: invalid header name '${name}'` } });
+      }
+      expect(await get('/ann/names/')).toMatchObject({ status: 200, body: 'names' });
+    });
+
     it('never serves the rule files or what sitedrop adds, at any address or spelling', async () => {
       expect((await deploy(ann, 'hidden', { 'index.html': 'home', _redirects: '/a /index.html\n', _headers: '/*\n  X-A: b\n' })).status).toBe(200);
       const release = (await readFile(join(h.docsRoot, 'ann', 'hidden', '.sitedrop', 'head.json'), 'utf8')).length;
