@@ -1,6 +1,8 @@
 import { inject, injectable } from 'inversify';
+import { PreviewMoved } from '../domain/errors.js';
 import { PreviewName } from '../domain/preview.js';
 import { ProjectName } from '../domain/project-name.js';
+import { ReleaseId } from '../domain/release-id.js';
 import type { Username } from '../domain/username.js';
 import { DEPLOY_LOCK, type DeployLock } from './ports/deploy-lock.js';
 import { DEPLOY_RECORDS, type DeployRecords } from './ports/deploy-records.js';
@@ -14,7 +16,10 @@ import type { RolledBack } from './rollback-release.js';
 
 /**
  * Makes a preview's release live, with the same lock and the same atomic swap as a
- * rollback, and part of the live history. The preview stays; nothing is pruned.
+ * rollback, and part of the live history. The preview stays; nothing is pruned. Given the
+ * release that was reviewed, it refuses (PreviewMoved) once the preview has been deployed
+ * again: a pull request's key could otherwise put new content under a reviewed name just
+ * before the owner promotes it.
  */
 @injectable()
 export class PromotePreview {
@@ -28,11 +33,13 @@ export class PromotePreview {
     @inject(PRECOMPRESSION) private readonly precompression: Precompression,
   ) {}
 
-  async execute(user: Username, projectName: string, previewName: string): Promise<RolledBack> {
+  async execute(user: Username, projectName: string, previewName: string, expected?: string): Promise<RolledBack> {
     const project = ProjectName.parse(projectName);
     const name = PreviewName.parse(previewName);
+    const reviewed = expected === undefined ? undefined : ReleaseId.parse(expected);
     return this.lock.withProject(user, project, async () => {
       const preview = await this.retention.preview(user, project, name);
+      if (reviewed !== undefined && preview.release !== reviewed) throw new PreviewMoved(preview.release, reviewed);
       const previous = await this.releases.liveRelease(user, project);
       const rules = await rulesOfRelease(this.rules, { user, project, release: preview.release });
       await this.webServer.willServe({ site: { user, project }, release: preview.release, rules });

@@ -147,6 +147,13 @@ export class PreviewNotFound extends DomainError {
   }
 }
 
+/** A promote that named the release it was to make live, when the preview has been deployed again since. */
+export class PreviewMoved extends DomainError {
+  constructor(readonly current: string, readonly expected: string) {
+    super(`the preview is at release ${current}, not ${expected}: it was deployed again since`);
+  }
+}
+
 /** A deploy of a new preview when the project already has PREVIEWS_MAX of them. */
 export class TooManyPreviews extends DomainError {
   constructor(readonly max: number) {

@@ -166,9 +166,15 @@ describe('the sitedrop CLI (the built binary, against a real server)', () => {
     expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('live');
     const listed = await sitedrop(['previews', 'previewed'], as(token));
     expect(listed.stdout).toMatch(/^pr-7 {2}\d{8}T\d{6} {2}expires \S+Z {2}https:\/\/sites\.example\.test\/_previews\/clia\/previewed\/pr-7\/\n$/);
+    const reviewed = /^pr-7 {2}(\d{8}T\d{6})/.exec(listed.stdout)![1]!;
+    // Deployed again after the review: promoting the release reviewed is refused, and the live site stays.
+    await writeFile(archive, tgz([file('index.html', 'pushed after the review')]));
+    expect((await sitedrop(['deploy', archive, '--project', 'previewed', '--preview', 'pr-7'], as(token))).code).toBe(0);
+    expect(await sitedrop(['promote', 'previewed', 'pr-7', reviewed], as(token))).toMatchObject({ code: 1, stderr: expect.stringMatching(new RegExp(`^sitedrop: the preview is at release \\d{8}T\\d{6}, not ${reviewed}: it was deployed again since\n$`)) });
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('live');
     const promoted = await sitedrop(['promote', 'previewed', 'pr-7'], as(token));
     expect(promoted).toMatchObject({ code: 0, stdout: expect.stringMatching(/^previewed is live on \d{8}T\d{6} \(was \d{8}T\d{6}\)\n$/) });
-    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('pull request 7');
+    expect(await readFile(join(h.docsRoot, 'clia/previewed/index.html'), 'utf8')).toBe('pushed after the review');
     expect(await sitedrop(['delete-preview', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 0, stdout: 'deleted preview pr-7 of previewed\n' });
     expect(await sitedrop(['promote', 'previewed', 'pr-7'], as(token))).toMatchObject({ code: 1, stderr: 'sitedrop: preview not found\n' });
     expect((await sitedrop(['previews', 'previewed'], as(token))).stdout).toBe('');

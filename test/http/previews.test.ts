@@ -103,6 +103,24 @@ describe.each(SERVICE_BACKENDS)('previews through the real API (%s, real directo
     expect(await previewPage('pr-1')).toBe('preview one, again');
   });
 
+  it('promotes only the release reviewed when it is named: a preview deployed again since is refused with 409, nothing changed', async () => {
+    const index = async () => readFile(join(h.docsRoot, 'ann/reviewed/index.html'), 'utf8');
+    expect((await h.deploy(token, 'reviewed', site('live before'))).status).toBe(200);
+    const reviewed = (await h.deploy(token, 'reviewed', site('reviewed'), { preview: 'pr-1' })).body.release as string;
+    // A pull request's key puts new content under the reviewed name before the owner promotes it.
+    const swapped = (await h.deploy(token, 'reviewed', site('swapped in after the review'), { preview: 'pr-1' })).body.release as string;
+    const promote = (json?: object) => h.call('POST', '/api/v1/projects/reviewed/previews/pr-1/promote', { token, ...(json && { json }) });
+    expect(await promote({ release: reviewed })).toMatchObject({
+      status: 409,
+      body: { status: 'error', error: `the preview is at release ${swapped}, not ${reviewed}: it was deployed again since` },
+    });
+    expect(await index()).toBe('live before');
+    expect(await promote({ release: 'yesterday' })).toMatchObject({ status: 400, body: { error: 'invalid release id' } });
+    expect(await index()).toBe('live before');
+    expect(await promote({ release: swapped })).toMatchObject({ status: 200, body: { release: swapped } });
+    expect(await index()).toBe('swapped in after the review');
+  });
+
   it('deletes a preview: its link goes at once; unknown previews are 404 preview not found', async () => {
     expect((await h.deploy(token, 'site', site('doomed preview'), { preview: 'pr-2' })).status).toBe(200);
     expect(await h.call('DELETE', '/api/v1/projects/site/previews/pr-2', { token })).toMatchObject({ status: 200, body: { status: 'ok' } });

@@ -110,8 +110,8 @@ export class ApiClient {
     return this.call('GET', `${ApiClient.project(project)}/previews`) as Promise<PreviewsAnswer>;
   }
 
-  promote(project: string, preview: string): Promise<LiveAnswer> {
-    return this.call('POST', `${ApiClient.project(project)}/previews/${encodeURIComponent(preview)}/promote`) as Promise<LiveAnswer>;
+  promote(project: string, preview: string, release: string | undefined): Promise<LiveAnswer> {
+    return this.call('POST', `${ApiClient.project(project)}/previews/${encodeURIComponent(preview)}/promote`, release ? { release } : undefined) as Promise<LiveAnswer>;
   }
 
   async deletePreview(project: string, preview: string): Promise<void> {

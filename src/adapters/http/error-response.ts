@@ -24,6 +24,7 @@ import {
   NothingToRollBackTo,
   ObjectsMissing,
   ObjectsRejected,
+  PreviewMoved,
   PreviewNotFound,
   ProjectNotFound,
   ReleaseNotFound,
@@ -84,6 +85,7 @@ export function toErrorResponse(error: unknown, fallback: string): ErrorResponse
     if (error instanceof ReleaseNotFound) return respond(404, 'release not found');
     if (error instanceof DeployKeyNotFound) return respond(404, 'key not found');
     if (error instanceof PreviewNotFound) return respond(404, 'preview not found');
+    if (error instanceof PreviewMoved) return respond(409, error.message);
     if (error instanceof DomainNotFound) return respond(404, 'domain not found');
     // 409: another project's verified claim, the project's own domains, or the DNS as it
     // stands are in the way; the message says what the lookup found, capped and escaped.

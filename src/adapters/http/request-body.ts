@@ -13,3 +13,8 @@ export function optionalString(body: Record<string, unknown>, field: string): st
   if (typeof value !== 'string') throw new InvalidRequestBody();
   return value;
 }
+
+/** An optional JSON object with an optional string `release` (a rollback's target, a promote's reviewed release). */
+export function releaseOf(body: unknown): string | undefined {
+  return body === undefined ? undefined : optionalString(jsonObject(body), 'release');
+}

@@ -14,11 +14,11 @@ export function previewsCommands(cli: Command): void {
     });
 
   cli
-    .command('promote <project> <preview>')
-    .description("make a preview's release live")
+    .command('promote <project> <preview> [release]')
+    .description("make a preview's release live (given the release reviewed, refused if the preview was deployed again since)")
     .option('--json', JSON_HELP)
-    .action(async (project: string, preview: string, options: JsonOption, command: Command) => {
-      const answer = await (await userClient(command)).promote(project, preview);
+    .action(async (project: string, preview: string, release: string | undefined, options: JsonOption, command: Command) => {
+      const answer = await (await userClient(command)).promote(project, preview, release);
       print(options, answer, () => [liveLine(project, answer)]);
     });
 

@@ -1,12 +1,14 @@
 import type express from 'express';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { DeletePreview } from '../../../application/delete-preview.js';
 import { ListPreviews } from '../../../application/list-previews.js';
 import { PromotePreview } from '../../../application/promote-preview.js';
 import { previewUrl } from '../../../domain/preview.js';
+import type { Username } from '../../../domain/username.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
-import { fallback, methodNotAllowed } from '../middleware.js';
+import { fallback, jsonBody, methodNotAllowed } from '../middleware.js';
+import { releaseOf } from '../request-body.js';
 import { projectParam } from './projects.js';
 
 const previewParam = (req: Request): string => String(req.params.name);
@@ -37,10 +39,11 @@ export function previewRoutes(
 
   app
     .route('/api/v1/projects/:project/previews/:name/promote')
-    .post(fallback('promote failed'), async (req, res) => {
-      const user = await auth.user(req, res);
+    // Signed in before the body is read, like every other route.
+    .post(fallback('promote failed'), auth.userFirst, jsonBody, async (req: Request, res: Response) => {
+      const user = res.locals.user as Username;
       const project = projectParam(req);
-      const promoted = await deps.useCases(PromotePreview).execute(user, project, previewParam(req));
+      const promoted = await deps.useCases(PromotePreview).execute(user, project, previewParam(req), releaseOf(req.body));
       deps.logger.info('preview promoted', { user, project, preview: previewParam(req), release: promoted.release, previous: promoted.previous });
       res.json({ status: 'ok', project, release: promoted.release, previous: promoted.previous ?? null });
     })

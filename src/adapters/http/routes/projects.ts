@@ -9,12 +9,7 @@ import type { Username } from '../../../domain/username.js';
 import type { Authentication } from '../auth.js';
 import type { HttpDeps } from '../http-deps.js';
 import { fallback, jsonBody, methodNotAllowed } from '../middleware.js';
-import { jsonObject, optionalString } from '../request-body.js';
-
-/** An optional JSON object with an optional string `release`. */
-function releaseOf(body: unknown): string | undefined {
-  return body === undefined ? undefined : optionalString(jsonObject(body), 'release');
-}
+import { releaseOf } from '../request-body.js';
 
 export const projectParam = (req: Request): string => String(req.params.project);
 
