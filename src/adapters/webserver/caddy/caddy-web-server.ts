@@ -85,10 +85,13 @@ export class CaddyWebServer implements WebServer {
       try {
         await this.load(true);
       } catch (error) {
-        // Caddy keeps its configuration when a load fails; the files go back to match it.
+        // The files go back. Caddy kept its configuration only if it refused this one; a load
+        // it did not answer in time it may still apply (and then serve a release this deploy
+        // never published), and one whose command failed it holds: the files are loaded
+        // again after it, so that Caddy ends on them.
         await this.files.put(file, before);
         await this.files.combine(await this.domainFiles());
-        if (error instanceof CommandFailed) await this.load(false).catch(() => undefined);
+        if (!(error instanceof CaddyRefused)) await this.load(false).catch(() => undefined);
         throw new WebServerFailed((error as Error).message);
       }
     });
@@ -243,7 +246,7 @@ export class CaddyWebServer implements WebServer {
     }).catch((error: unknown) => {
       throw new Error(`Caddy's admin endpoint ${this.settings.caddyAdmin} did not answer: ${(error as Error).message}`);
     });
-    if (!response.ok) throw new Error(`Caddy refused the configuration (${response.status}): ${(await response.text()).slice(0, 300)}`);
+    if (!response.ok) throw new CaddyRefused(`Caddy refused the configuration (${response.status}): ${(await response.text()).slice(0, 300)}`);
     this.domainsStale = false;
   }
 
@@ -255,6 +258,9 @@ export class CaddyWebServer implements WebServer {
 }
 
 class CommandFailed extends Error {}
+
+/** Caddy answered that it will not load the configuration: it keeps the one it has. */
+class CaddyRefused extends Error {}
 
 function runCommand(command: string, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
