@@ -200,6 +200,16 @@ export function siteRulesScenarios(server: ServerUnderTest): void {
       expect(await get('/ann/names/')).toMatchObject({ status: 200, body: 'names' });
     });
 
+    it('serves the file a path names, whatever its name holds: %, ?, #, spaces, accents', async () => {
+      const files = { 'index.html': 'home', 'a%2Fb.html': 'literal percent', 'a/b.html': 'in a directory', 'q%3Fx.html': 'literal question', 'a b#c.html': 'space and hash', 'café.html': 'accent' };
+      expect((await deploy(ann, 'names-on-disk', files)).status).toBe(200);
+      expect(await get('/ann/names-on-disk/a%252Fb.html')).toMatchObject({ status: 200, body: 'literal percent' });
+      expect(await get('/ann/names-on-disk/a/b.html')).toMatchObject({ status: 200, body: 'in a directory' });
+      expect(await get('/ann/names-on-disk/q%253Fx.html')).toMatchObject({ status: 200, body: 'literal question' });
+      expect(await get('/ann/names-on-disk/a%20b%23c.html')).toMatchObject({ status: 200, body: 'space and hash' });
+      expect(await get('/ann/names-on-disk/caf%C3%A9')).toMatchObject({ status: 200, body: 'accent' });
+    });
+
     it('never serves the rule files or what sitedrop adds, at any address or spelling', async () => {
       expect((await deploy(ann, 'hidden', { 'index.html': 'home', _redirects: '/a /index.html\n', _headers: '/*\n  X-A: b\n' })).status).toBe(200);
       const release = (await readFile(join(h.docsRoot, 'ann', 'hidden', '.sitedrop', 'head.json'), 'utf8')).length;

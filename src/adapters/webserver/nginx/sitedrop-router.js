@@ -138,8 +138,15 @@ function releaseOf(r, link) {
 }
 
 function serveFile(r, inner, file, status, headers) {
+  // nginx decodes the address it is sent to again: encoded, it names the file checked
+  // ('a%2Fb.html' stays that file, not 'a/b.html'; a '?' in a name is not a query).
+  const encoded = encodedPath(file);
+  if (encoded === undefined) {
+    r.return(400);
+    return;
+  }
   r.variables.sitedrop_headers = JSON.stringify(headers);
-  const uri = '/.sitedrop-release' + inner + file;
+  const uri = '/.sitedrop-release' + inner + encoded;
   if (status === 200) {
     r.internalRedirect(uri);
     return;
