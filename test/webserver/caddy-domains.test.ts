@@ -94,6 +94,8 @@ describe.each(SERVICE_BACKENDS)('custom domains served by a real Caddy running t
     expect(await get(`PLAIN.Example.COM:${caddy.port}`, '/about')).toMatchObject({ status: 200, body: 'about' });
     expect(await get('plain.example.com.', '/about.html')).toMatchObject({ status: 200, body: 'about' });
     expect(await get('plain.example.com', '/dir')).toMatchObject({ status: 301, location: '/dir/' });
+    // Never '//dir/', which a browser reads as the host 'dir'.
+    expect(await get('plain.example.com', '//dir')).toMatchObject({ status: 301, location: '/dir/' });
     expect(await get('plain.example.com', '/missing')).toMatchObject({ status: 404, body: 'plain lost' });
     for (const hidden of ['/_redirects', '/.sitedrop/head.json']) expect((await get('plain.example.com', hidden)).status, hidden).toBe(404);
     await deploy(ann, 'plain', { 'index.html': 'ann plain v2' });

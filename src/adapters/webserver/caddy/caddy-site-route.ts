@@ -162,8 +162,9 @@ export function siteRouteBody(route: SiteRoute): string[] {
   const bare = redirect(route.checkExists ? '@sd_exists' : '*', `${route.prefix}/`, 301);
   return [
     `root * ${token(route.root)}`,
-    // At a domain's root there is nothing to strip.
-    ...(route.prefix === '' ? [] : [`uri strip_prefix ${token(route.prefix)}`]),
+    // At a domain's root there is nothing to strip, but leading slashes are made one: a
+    // redirect to '//dir/' would send the browser to the host 'dir' (nginx merges them itself).
+    ...(route.prefix === '' ? ['uri path_regexp ^/{2,} /'] : [`uri strip_prefix ${token(route.prefix)}`]),
     'vars @sd_query {',
     '	sd_q ?{query}',
     '	sd_qa &{query}',
