@@ -208,6 +208,12 @@ export function siteRulesScenarios(server: ServerUnderTest): void {
       expect(await get('/ann/names-on-disk/q%253Fx.html')).toMatchObject({ status: 200, body: 'literal question' });
       expect(await get('/ann/names-on-disk/a%20b%23c.html')).toMatchObject({ status: 200, body: 'space and hash' });
       expect(await get('/ann/names-on-disk/caf%C3%A9')).toMatchObject({ status: 200, body: 'accent' });
+      // Served with a rule's status too, by either way the server has of sending a file.
+      const rules = { 'index.html': 'home', 'désolé.html': 'sorry', 'p+q.html': 'plus', _redirects: '/gone/* /désolé.html 404\n/plus/* /p+q.html 404\n/spa/* /p+q.html 200\n' };
+      expect((await deploy(ann, 'names-by-rule', rules)).status).toBe(200);
+      expect(await get('/ann/names-by-rule/gone/x')).toMatchObject({ status: 404, body: 'sorry' });
+      expect(await get('/ann/names-by-rule/plus/x')).toMatchObject({ status: 404, body: 'plus' });
+      expect(await get('/ann/names-by-rule/spa/x')).toMatchObject({ status: 200, body: 'plus' });
     });
 
     it('never serves the rule files or what sitedrop adds, at any address or spelling', async () => {

@@ -56,32 +56,23 @@ function lookup(release, path) {
   return undefined;
 }
 
-// Part of the request's path put into a Location: nginx has decoded it, so it is encoded
+// Part of the request's path put into an address: nginx has decoded it, so it is encoded
 // again, a segment at a time (a splat keeps its slashes). Otherwise a CR or LF in it would
-// end the header and start another, and a backslash would make '/\host' another host.
-// Undefined for bytes that are not text, which no address could name.
+// end a Location header and start another, and a backslash would make '/\host' another
+// host. njs encodes any byte, text or not ('%FF').
 function encodedPath(value) {
-  try {
-    return value.split('/').map(encodeURIComponent).join('/');
-  } catch (e) {
-    return undefined;
-  }
+  return value.split('/').map(encodeURIComponent).join('/');
 }
 
 // The rule's target with its placeholders filled from the match: as they are for a file
-// to serve, encoded for a Location; undefined if a value cannot be.
+// to serve, encoded for a Location.
 function fill(to, params, groups, forLocation) {
-  let failed = false;
-  const filled = to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name) => {
+  return to.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (whole, name) => {
     const at = params.indexOf(name);
     if (at < 0) return whole;
     const value = groups[at + 1] === undefined ? '' : groups[at + 1];
-    if (!forLocation) return value;
-    const encoded = encodedPath(value);
-    if (encoded === undefined) failed = true;
-    return encoded;
+    return forLocation ? encodedPath(value) : value;
   });
-  return failed ? undefined : filled;
 }
 
 // Most rules are passed over by their literal prefix, without compiling their regex.
@@ -138,21 +129,17 @@ function releaseOf(r, link) {
 }
 
 function serveFile(r, inner, file, status, headers) {
-  // nginx decodes the address it is sent to again: encoded, it names the file checked
-  // ('a%2Fb.html' stays that file, not 'a/b.html'; a '?' in a name is not a query).
-  const encoded = encodedPath(file);
-  if (encoded === undefined) {
-    r.return(400);
-    return;
-  }
   r.variables.sitedrop_headers = JSON.stringify(headers);
-  const uri = '/.sitedrop-release' + inner + encoded;
+  const uri = '/.sitedrop-release' + inner;
   if (status === 200) {
-    r.internalRedirect(uri);
+    // nginx decodes this address again: encoded, it names the file checked ('a%2Fb.html'
+    // stays that file, not 'a/b.html'; a '?' in a name is no query).
+    r.internalRedirect(uri + encodedPath(file));
     return;
   }
-  // error_page sends this file with the status: the static module serves only 200s.
-  r.variables.sitedrop_error_page = uri;
+  // error_page sends this file with the status (the static module serves only 200s); it
+  // takes the address as it is, undecoded.
+  r.variables.sitedrop_error_page = uri + file;
   r.return(status);
 }
 
@@ -175,10 +162,6 @@ function follow(r, release, inner, found, headers) {
   const rule = found.rule;
   if (rule.status !== 200 && rule.status !== 404) {
     const target = fill(rule.to, rule.params, found.groups, true);
-    if (target === undefined) {
-      r.return(400);
-      return;
-    }
     setHeaders(r, headers);
     r.return(rule.status, withQuery(rule.external ? target : siteLocation(r, target), r.variables.args));
     return;
@@ -223,13 +206,8 @@ function serve(r) {
   }
   const found = lookup(release, path);
   if (found !== undefined && found.slash !== undefined) {
-    const slash = encodedPath(found.slash);
-    if (slash === undefined) {
-      r.return(400);
-      return;
-    }
     setHeaders(r, headers);
-    r.return(301, withQuery(siteLocation(r, slash), r.variables.args));
+    r.return(301, withQuery(siteLocation(r, encodedPath(found.slash)), r.variables.args));
     return;
   }
   if (found !== undefined) {
