@@ -43,7 +43,7 @@ describe("DELETE /api/v1/auth with files 'delete', the service killed part-way",
     const cut = admin(child.url, 'DELETE', '/api/v1/auth', { username: 'gone', files: 'delete' }).then((r) => r.status, () => 'cut');
     await removing;
     await fleet.kill(child);
-    expect(await cut).toBe('cut');
+    expect(await cut, 'the kill landed after the deletion had finished').toBe('cut');
 
     child = await fleet.start(dataDir);
     // The user is still there, so the administrator can finish the deletion.

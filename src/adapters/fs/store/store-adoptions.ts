@@ -1,4 +1,4 @@
-import { readdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inject, injectable } from 'inversify';
 import type { ProjectName } from '../../../domain/project-name.js';
@@ -16,8 +16,9 @@ import { WRITER_TASKS, type WriterTasks } from '../threads/writer-tasks.js';
  * (write/new-objects.ts, ReleaseAdoption): the deploy writes each new file once, as tar
  * does, and the store takes only bytes a release holds, flushed with it. Until the commit they
  * are held by staging area; just before the area is renamed into its release they are listed
- * in DEPLOYS_ROOT/.adopt under that release's name, so that a start-up finishes what a crash
- * cut at any instant after the rename (a list whose release never came is dropped). A
+ * in DEPLOYS_ROOT/.adopt under that release's name and the area's inode, so that a start-up
+ * finishes what a crash cut at any instant after the rename (a list whose release never
+ * came, or is another directory, is dropped). A
  * deploy of the same user waits for it first (`settled`): it would write those bytes again.
  */
 @injectable()
@@ -46,7 +47,8 @@ export class StoreAdoptions {
     this.staged.delete(handle);
     const list = this.listed.get(handle);
     this.listed.delete(handle);
-    if (list !== undefined) await unlinkIfThere(list);
+    // Never in the way of the deploy's own failure: a list left behind is dropped at start-up.
+    if (list !== undefined) await unlinkIfThere(list).catch((error: unknown) => this.logger.warn("removing a discarded release's list of new objects failed", { error: (error as Error).message }));
   }
 
   /**
@@ -57,8 +59,11 @@ export class StoreAdoptions {
   async list(handle: string, user: Username, project: ProjectName, id: ReleaseId): Promise<void> {
     const objects = this.staged.get(handle);
     if (objects === undefined) return;
-    const list = join(this.tree.adoptionsRoot, `${this.tree.roots.replica}+${user}+${project}+${id}`);
     try {
+      // Named by the area's inode, which the rename keeps: should the rename never come, another
+      // release made under the same id (another replica's, the same second) is not this one.
+      const { ino } = await stat(handle);
+      const list = join(this.tree.adoptionsRoot, `${this.tree.roots.replica}+${user}+${project}+${id}+${ino}`);
       // Not flushed: the list is lost only with power, which costs those bytes' sharing, never a file.
       await writeFile(list, objects);
       this.listed.set(handle, list);
@@ -100,12 +105,18 @@ export class StoreAdoptions {
     }
     const resumed: string[] = [];
     for (const name of names) {
-      const [replica, user, project, id, ...rest] = name.split('+');
+      const [replica, user, project, id, ino, ...rest] = name.split('+');
       if (replica !== this.tree.roots.replica) continue;
       const list = join(this.tree.adoptionsRoot, name);
       if (this.lists.has(list)) continue;
-      if (rest.length > 0 || !isResourceName(user ?? '') || !isResourceName(project ?? '') || !ReleaseId.isReleaseId(id ?? '')) {
+      if (rest.length > 0 || !isResourceName(user ?? '') || !isResourceName(project ?? '') || !ReleaseId.isReleaseId(id ?? '') || !/^[0-9]+$/.test(ino ?? '0')) {
         await unlink(list);
+        continue;
+      }
+      // A list of the release its area was to become: not of another made under that id since
+      // (a list without an inode was written after its rename, so its release is its own).
+      if (ino !== undefined && !(await this.isRelease(user as Username, project as ProjectName, id as ReleaseId, ino))) {
+        await unlinkIfThere(list);
         continue;
       }
       let objects: Uint8Array;
@@ -119,6 +130,14 @@ export class StoreAdoptions {
       resumed.push(list);
     }
     return resumed;
+  }
+
+  private async isRelease(user: Username, project: ProjectName, id: ReleaseId, ino: string): Promise<boolean> {
+    const found = await stat(join(this.tree.projectDir(user, project), id)).catch((error: unknown) => {
+      if (isMissing(error)) return undefined;
+      throw error;
+    });
+    return found !== undefined && String(found.ino) === ino;
   }
 
   private async run(list: string, user: Username, project: ProjectName, id: ReleaseId, objects: Uint8Array): Promise<void> {
