@@ -164,7 +164,10 @@ export function siteRouteBody(route: SiteRoute): string[] {
     `root * ${token(route.root)}`,
     // At a domain's root there is nothing to strip, but leading slashes are made one: a
     // redirect to '//dir/' would send the browser to the host 'dir' (nginx merges them itself).
-    ...(route.prefix === '' ? ['uri path_regexp ^/{2,} /'] : [`uri strip_prefix ${token(route.prefix)}`]),
+    // A backslash, decoded or not (the route may see the request's own escaped path), is
+    // refused there: Caddy cannot encode a placeholder's value, and a rule such as
+    // '/strip/* /:splat' would answer '/\host', which a browser reads as another host.
+    ...(route.prefix === '' ? ['uri path_regexp ^/{2,} /', '@sd_backslash path_regexp \\x5c|(?i:%5c)', 'respond @sd_backslash 400'] : [`uri strip_prefix ${token(route.prefix)}`]),
     'vars @sd_query {',
     '	sd_q ?{query}',
     '	sd_qa &{query}',
